@@ -1,0 +1,134 @@
+"""``POST /api/chat``: Server-Sent Events by default, one JSON body with ``mode: "full"``."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter
+from fastapi.responses import JSONResponse, StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+
+from careerwise.api.deps import ServicesDep
+from careerwise.engine import HistoryItem, TurnRequest
+from careerwise.events import (
+    DegradedEvent,
+    DeltaEvent,
+    DoneEvent,
+    ErrorEvent,
+    Event,
+    ReportEvent,
+    RouteEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+    event_to_sse,
+)
+
+router = APIRouter(tags=["chat"])
+MAX_CHARS = 4000
+
+
+class HistoryIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    role: Literal["user", "assistant"]
+    content: Annotated[str, StringConstraints(max_length=MAX_CHARS * 4)]
+
+
+class ChatIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    message: Annotated[str, StringConstraints(max_length=MAX_CHARS)] = Field(
+        description="The user's message (1 to 4,000 characters, not only whitespace)."
+    )
+    history: Annotated[list[HistoryIn], Field(max_length=200)] = Field(default_factory=list)
+    mode: Literal["stream", "full"] = "stream"
+    conversation_id: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{32}$")] | None = None
+
+    @field_validator("message")
+    @classmethod
+    def _not_blank(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("message must not be empty or only whitespace")
+        return v
+
+
+class FullReply(BaseModel):
+    conversation_id: str
+    message_id: str
+    trace_id: str
+    status: str
+    path: str
+    answer: str
+    route: dict[str, Any] | None = None
+    tool_calls: list[dict[str, Any]] = Field(default_factory=list)
+    tool_results: list[dict[str, Any]] = Field(default_factory=list)
+    report: dict[str, Any] | None = None
+    degraded: list[dict[str, Any]] = Field(default_factory=list)
+    error: dict[str, Any] | None = None
+    usage: dict[str, int] = Field(default_factory=dict)
+
+
+def collect(events: list[Event]) -> FullReply:
+    """The non-streaming view: the same events, gathered (the LINE channel uses this too)."""
+    answer: list[str] = []
+    reply: dict[str, Any] = {"tool_calls": [], "tool_results": [], "degraded": []}
+    for e in events:
+        match e:
+            case DeltaEvent():
+                answer.append(e.text)
+            case RouteEvent():
+                reply["route"] = e.model_dump(mode="json")
+            case ToolCallEvent():
+                reply["tool_calls"].append(e.model_dump(mode="json"))
+            case ToolResultEvent():
+                reply["tool_results"].append(e.model_dump(mode="json"))
+            case ReportEvent():
+                reply["report"] = e.model_dump(mode="json")
+            case DegradedEvent():
+                reply["degraded"].append(e.model_dump(mode="json"))
+            case ErrorEvent():
+                reply["error"] = e.model_dump(mode="json")
+            case DoneEvent():
+                reply.update(
+                    conversation_id=e.conversation_id,
+                    message_id=e.message_id,
+                    trace_id=e.trace_id,
+                    status=e.status,
+                    path=e.path,
+                    usage=e.usage,
+                )
+    return FullReply(answer="".join(answer), **reply)
+
+
+def _turn(body: ChatIn) -> TurnRequest:
+    return TurnRequest(
+        message=body.message,
+        history=[HistoryItem(h.role, h.content) for h in body.history] if body.history else None,
+        conversation_id=body.conversation_id,
+    )
+
+
+@router.post(
+    "/api/chat",
+    responses={200: {"content": {"text/event-stream": {}, "application/json": {}}}},
+    response_model=None,
+)
+async def chat(body: ChatIn, services: ServicesDep) -> StreamingResponse | JSONResponse:
+    gen = services.engine.run(_turn(body))
+    # the first event comes after validation and storage: input errors become 4xx before any byte is sent
+    first = await gen.__anext__()
+    if body.mode == "full":
+        events: list[Event] = [first]
+        async for e in gen:
+            events.append(e)
+        return JSONResponse(collect(events).model_dump(mode="json"))
+
+    async def stream() -> AsyncIterator[bytes]:
+        yield event_to_sse(first)
+        async for e in gen:
+            yield event_to_sse(e)
+
+    return StreamingResponse(
+        stream(),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )

@@ -1,0 +1,62 @@
+"""The FastAPI application factory."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from fastapi import FastAPI
+from fastapi.responses import FileResponse
+from fastapi.staticfiles import StaticFiles
+
+from careerwise import __version__
+from careerwise.api import chat, errors, health
+from careerwise.config import Settings, get_settings
+from careerwise.services import Services, build_services
+
+log = logging.getLogger(__name__)
+WEB = Path(__file__).parent / "web"
+
+
+def create_app(settings: Settings | None = None, *, services: Services | None = None) -> FastAPI:
+    settings = settings or get_settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        svc = services or await asyncio.to_thread(build_services, settings)
+        app.state.services = svc
+        await svc.prepare_knowledge()
+        warm = getattr(svc.provider, "warm", None)
+        warm_task = asyncio.create_task(warm()) if warm else None
+        if warm_task is not None:
+            warm_task.add_done_callback(_log_warm_failure)
+        try:
+            yield
+        finally:
+            if warm_task is not None and not warm_task.done():
+                warm_task.cancel()
+            if services is None:
+                await svc.aclose()
+
+    app = FastAPI(title="CareerWise", version=__version__, lifespan=lifespan)
+    errors.install(app)
+    app.include_router(health.router)
+    app.include_router(chat.router)
+    app.mount("/static", StaticFiles(directory=WEB / "static"), name="static")
+
+    @app.get("/", include_in_schema=False)
+    async def index() -> FileResponse:
+        return FileResponse(WEB / "static" / "index.html", headers={"Cache-Control": "no-cache"})
+
+    return app
+
+
+def _log_warm_failure(task: asyncio.Task[None]) -> None:
+    if task.cancelled():
+        return
+    exc = task.exception()
+    if exc is not None:
+        log.error("the local model failed to load: %s", exc, exc_info=exc)

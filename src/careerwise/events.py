@@ -1,0 +1,122 @@
+"""The typed events every flow yields (shared/DESIGN.md principle 1).
+
+The SSE stream, the full-JSON reply, the trace rows and the CLI's ``--json`` output are all
+made from these same objects; nobody rebuilds a value from an earlier snapshot.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+
+class _Event(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class RouteEvent(_Event):
+    type: Literal["route"] = "route"
+    intent: Literal["greeting", "career", "resume", "booking"]
+    tier: Literal["simple", "medium", "complex"] | None = None
+    layer: str
+    rule_id: str | None = None
+    flow: str
+    reasons: list[str] = Field(default_factory=list)
+
+
+class DeltaEvent(_Event):
+    type: Literal["delta"] = "delta"
+    text: str
+    phase: int = Field(description="1: the first LLM round (path B); 3: after tool results (path A).")
+    notice: bool = Field(default=False, description="True for the text-then-tool notice line.")
+
+
+class ToolCallEvent(_Event):
+    type: Literal["tool_call"] = "tool_call"
+    call_id: str
+    name: str
+    requested_arguments: dict[str, Any] = Field(description="What the model asked for (parsed).")
+    effective_arguments: dict[str, Any] = Field(description="What the tool actually ran with.")
+    reason: str = Field(description="Why effective differs from requested, or 'as requested'.")
+    raw_arguments: str | None = Field(default=None, description="Set when the arguments did not parse.")
+    after_text: bool = Field(default=False, description="The model called the tool after text was shown.")
+
+
+class Source(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    id: str
+    title: str
+    section: str | None = None
+    score: float | None = None
+
+
+class ToolResultEvent(_Event):
+    type: Literal["tool_result"] = "tool_result"
+    call_id: str
+    name: str
+    ok: bool
+    returned: int = Field(description="How many items the tool returned (chunks for searchKnowledge).")
+    sources: list[Source] = Field(default_factory=list)
+    error: str | None = None
+    duration_ms: float = 0.0
+
+
+class ReportSection(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    heading: str
+    body: str
+    risk_level: Literal["low", "medium", "high"] | None = None
+    sources: list[Source] = Field(default_factory=list)
+
+
+class ReportEvent(_Event):
+    type: Literal["report"] = "report"
+    title: str
+    sections: list[ReportSection]
+
+
+class DegradedEvent(_Event):
+    type: Literal["degraded"] = "degraded"
+    reason: str = Field(description="A stable machine-readable code, e.g. 'tools_unsupported'.")
+    message: str = Field(description="One line the user sees.")
+
+
+class DoneEvent(_Event):
+    type: Literal["done"] = "done"
+    trace_id: str
+    conversation_id: str
+    message_id: str
+    status: Literal["ok", "error", "cancelled"]
+    path: str = Field(description="A (tool used), B (answered directly), or the flow name.")
+    usage: dict[str, int] = Field(default_factory=dict)
+
+
+class ErrorEvent(_Event):
+    type: Literal["error"] = "error"
+    code: str
+    message: str
+    retryable: bool = False
+
+
+Event = Annotated[
+    RouteEvent
+    | DeltaEvent
+    | ToolCallEvent
+    | ToolResultEvent
+    | ReportEvent
+    | DegradedEvent
+    | DoneEvent
+    | ErrorEvent,
+    Field(discriminator="type"),
+]
+EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
+
+
+def event_to_json(event: Event) -> str:
+    return event.model_dump_json()
+
+
+def event_to_sse(event: Event) -> bytes:
+    """One Server-Sent Events frame: ``event: <type>`` and the JSON payload on one data line."""
+    return f"event: {event.type}\ndata: {event.model_dump_json()}\n\n".encode()

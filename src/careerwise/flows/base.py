@@ -1,0 +1,82 @@
+"""What every flow receives, and the registry that maps (intent, tier) to a flow."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+
+from careerwise.events import Event
+from careerwise.llm.types import ChatMessage, LLMProvider, Usage
+from careerwise.tools.registry import ToolRegistry
+
+
+@dataclass(frozen=True)
+class FlowOptions:
+    buffer_guard_chunks: int = 3
+    phase1_max_tokens: int = 512
+    phase1_temperature: float = 0.7
+    phase3_max_tokens: int = 384
+    phase3_temperature: float = 0.5
+    max_tool_rounds: int = 2
+    max_tool_calls: int = 4
+    llm_retries: int = 1
+    supports_tools: bool = True
+
+
+@dataclass
+class TurnState:
+    """Mutable facts about the running turn that the engine stores on the trace."""
+
+    started: float = field(default_factory=time.perf_counter)
+    path: str = "B"
+    shown_text: bool = False
+    first_text_ms: float | None = None
+    retries: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    llm_calls: int = 0
+    timings: dict[str, float] = field(default_factory=dict)
+    dropped_text: list[str] = field(default_factory=list)
+
+    def elapsed_ms(self) -> float:
+        return 1000 * (time.perf_counter() - self.started)
+
+    def mark_text(self) -> None:
+        if self.first_text_ms is None:
+            self.first_text_ms = self.elapsed_ms()
+        self.shown_text = True
+
+    def add_usage(self, usage: Usage | None) -> None:
+        if usage:
+            self.prompt_tokens += usage.prompt_tokens
+            self.completion_tokens += usage.completion_tokens
+
+
+@dataclass
+class FlowContext:
+    message: str
+    history: list[ChatMessage]
+    zh: bool
+    provider: LLMProvider
+    tools: ToolRegistry
+    intent: str
+    options: FlowOptions
+    state: TurnState = field(default_factory=TurnState)
+
+
+Flow = Callable[[FlowContext], AsyncIterator[Event]]
+
+
+class FlowRegistry:
+    def __init__(self) -> None:
+        self._flows: dict[tuple[str, str | None], tuple[str, Flow]] = {}
+
+    def register(self, intent: str, tier: str | None, name: str, flow: Flow) -> None:
+        self._flows[(intent, tier)] = (name, flow)
+
+    def lookup(self, intent: str, tier: str | None) -> tuple[str, Flow]:
+        found = self._flows.get((intent, tier)) or self._flows.get((intent, None))
+        if found is None:
+            raise LookupError(f"no flow registered for intent={intent} tier={tier}")
+        return found

@@ -1,0 +1,261 @@
+"""The streamed tool-use flow of seed 000 (career, simple tier).
+
+Phase 1 streams with the tools offered and ``tool_choice: auto``; without a tool call the text goes
+straight to the user (path B). With tool calls, phase 2 runs them concurrently and phase 3 streams
+the grounded answer with the results in the conversation (path A). The buffer guard holds the first
+N chunks of a round that may still turn into a tool call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from careerwise import prompts
+from careerwise.errors import LLMError, LLMToolsUnsupportedError, ToolArgumentsError
+from careerwise.events import DegradedEvent, DeltaEvent, Event, ToolCallEvent, ToolResultEvent
+from careerwise.flows.base import FlowContext
+from careerwise.llm.accumulator import ToolCallAccumulator
+from careerwise.llm.guard import BufferGuard
+from careerwise.llm.types import ChatMessage, CompletionRequest, ToolCallRequest, ToolSpec
+from careerwise.tools.registry import Resolution, Tool, ToolOutput
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class _Round:
+    text: list[str] = field(default_factory=list)
+    calls: list[ToolCallRequest] = field(default_factory=list)
+    after_text: bool = False
+    finish_reason: str | None = None
+
+
+async def _stream_round(
+    ctx: FlowContext, request: CompletionRequest, *, phase: int, guard_size: int, out: _Round
+) -> AsyncIterator[Event]:
+    """One LLM round with the buffer guard and at most ``llm_retries`` retries before visible text."""
+    attempt = 0
+    while True:
+        attempt += 1
+        guard = BufferGuard(guard_size)
+        acc = ToolCallAccumulator()
+        shown_before = ctx.state.shown_text
+        round_shown = False
+        out.text.clear()
+        t0 = time.perf_counter()
+        ctx.state.llm_calls += 1
+        try:
+            async for chunk in ctx.provider.stream(request):
+                ctx.state.add_usage(chunk.usage)
+                if chunk.finish_reason:
+                    out.finish_reason = chunk.finish_reason
+                if chunk.tool_deltas:
+                    if not acc:
+                        if round_shown:
+                            out.after_text = True
+                        else:
+                            guard.drop()
+                    for delta in chunk.tool_deltas:
+                        acc.add(delta)
+                if chunk.text:
+                    if acc:
+                        ctx.state.dropped_text.append(chunk.text)  # text after a call began: not shown
+                        continue
+                    for piece in guard.push(chunk.text):
+                        out.text.append(piece)
+                        round_shown = True
+                        ctx.state.mark_text()
+                        yield DeltaEvent(text=piece, phase=phase)
+            if not acc and guard.holding:
+                for piece in guard.release():
+                    out.text.append(piece)
+                    ctx.state.mark_text()
+                    yield DeltaEvent(text=piece, phase=phase)
+            ctx.state.dropped_text.extend(guard.dropped)
+            if acc.nameless():
+                log.warning(
+                    "tool_use: %d streamed tool call(s) had no function name; ignored", acc.nameless()
+                )
+            out.calls = acc.calls()
+            ctx.state.timings[f"phase{phase}_ms"] = ctx.state.timings.get(f"phase{phase}_ms", 0.0) + 1000 * (
+                time.perf_counter() - t0
+            )
+            return
+        except LLMError as exc:
+            # never retry once the user has seen text: a retry would show a second, different answer
+            if (
+                exc.retryable
+                and not ctx.state.shown_text
+                and not shown_before
+                and attempt <= ctx.options.llm_retries
+            ):
+                ctx.state.retries += 1
+                log.warning("tool_use: retrying phase %d after %s: %s", phase, type(exc).__name__, exc)
+                continue
+            raise
+
+
+def _parse_arguments(raw: str) -> dict[str, Any]:
+    try:
+        value = json.loads(raw or "{}")
+    except json.JSONDecodeError as exc:
+        raise ToolArgumentsError(f"arguments are not valid JSON ({exc.msg} at position {exc.pos})") from exc
+    if not isinstance(value, dict):
+        raise ToolArgumentsError("arguments must be a JSON object")
+    return value
+
+
+@dataclass
+class _Prepared:
+    call: ToolCallRequest
+    event: ToolCallEvent
+    tool: Tool | None
+    resolution: Resolution | None
+    error: str | None
+
+
+def _prepare(
+    ctx: FlowContext, call: ToolCallRequest, offered: dict[str, Tool], index: int, after_text: bool
+) -> _Prepared:
+    tool = offered.get(call.name)
+    error: str | None = None
+    resolution: Resolution | None = None
+    requested: dict[str, Any] = {}
+    raw: str | None = None
+    if index >= ctx.options.max_tool_calls:
+        error = f"too many tool calls in one turn (limit {ctx.options.max_tool_calls})"
+    elif tool is None:
+        error = f"unknown tool {call.name!r}"
+    else:
+        try:
+            requested = _parse_arguments(call.arguments)
+            resolution = tool.resolve(requested)
+        except ToolArgumentsError as exc:
+            error = str(exc)
+            raw = call.arguments
+    event = ToolCallEvent(
+        call_id=call.id,
+        name=call.name,
+        requested_arguments=resolution.requested if resolution else requested,
+        effective_arguments=resolution.effective if resolution else {},
+        reason=resolution.reason if resolution else f"not run: {error}",
+        raw_arguments=raw,
+        after_text=after_text,
+    )
+    return _Prepared(call, event, tool, resolution, error)
+
+
+async def _run_one(p: _Prepared) -> tuple[ToolOutput | None, str | None, float]:
+    t0 = time.perf_counter()
+    if p.error is not None or p.tool is None or p.resolution is None:
+        return None, p.error, 0.0
+    try:
+        output = await p.tool.run(p.resolution)
+        return output, None, 1000 * (time.perf_counter() - t0)
+    except Exception as exc:
+        log.exception("tool %s failed", p.call.name)
+        return None, f"{type(exc).__name__}: {exc}", 1000 * (time.perf_counter() - t0)
+
+
+async def tool_use_flow(ctx: FlowContext) -> AsyncIterator[Event]:
+    opts = ctx.options
+    offered: dict[str, Tool] = {}
+    if opts.supports_tools:
+        offered = {t.spec.name: t for t in ctx.tools.for_intent(ctx.intent)}
+    missing = ctx.tools.unavailable_for_intent(ctx.intent)
+    if missing:
+        yield DegradedEvent(
+            reason="knowledge_unavailable", message=prompts.line("knowledge_unavailable", ctx.zh)
+        )
+    elif not opts.supports_tools:
+        yield DegradedEvent(reason="tools_unsupported", message=prompts.line("tools_unsupported", ctx.zh))
+    specs: Sequence[ToolSpec] = [t.spec for t in offered.values()]
+    messages: list[ChatMessage] = [
+        ChatMessage(role="system", content=prompts.career_system(ctx.zh)),
+        *ctx.history,
+        ChatMessage(role="user", content=ctx.message),
+    ]
+    tool_rounds = 0
+    retry_tools = True
+    while True:
+        final = not specs or not retry_tools or tool_rounds >= opts.max_tool_rounds
+        phase = 1 if tool_rounds == 0 else 3
+        request = CompletionRequest(
+            messages=list(messages),
+            tools=specs if tool_rounds else (specs if not final else ()),
+            tool_choice="none" if final else "auto",
+            max_tokens=opts.phase1_max_tokens if phase == 1 else opts.phase3_max_tokens,
+            temperature=opts.phase1_temperature if phase == 1 else opts.phase3_temperature,
+        )
+        rnd = _Round()
+        try:
+            async for event in _stream_round(
+                ctx, request, phase=phase, guard_size=0 if final else opts.buffer_guard_chunks, out=rnd
+            ):
+                yield event
+        except LLMToolsUnsupportedError as exc:
+            if ctx.state.shown_text:
+                raise
+            log.warning("tool_use: provider refused tools, answering without them: %s", exc)
+            yield DegradedEvent(reason="tools_unsupported", message=prompts.line("tools_unsupported", ctx.zh))
+            specs, offered = (), {}
+            continue
+        if not rnd.calls or final:
+            if rnd.calls:
+                log.warning(
+                    "tool_use: model asked for tools in the final round; ignored %d call(s)", len(rnd.calls)
+                )
+            return
+        tool_rounds += 1
+        ctx.state.timings.setdefault("phase2_started_ms", ctx.state.elapsed_ms())
+        if rnd.after_text:
+            yield DeltaEvent(text=prompts.line("tool_after_text", ctx.zh), phase=1, notice=True)
+        prepared = [_prepare(ctx, c, offered, i, rnd.after_text) for i, c in enumerate(rnd.calls)]
+        for p in prepared:
+            yield p.event  # effective arguments are final before the user sees anything
+        t2 = time.perf_counter()
+        results = await asyncio.gather(*(_run_one(p) for p in prepared))
+        ctx.state.timings["phase2_ms"] = ctx.state.timings.get("phase2_ms", 0.0) + 1000 * (
+            time.perf_counter() - t2
+        )
+        messages.append(ChatMessage(role="assistant", content="".join(rnd.text), tool_calls=tuple(rnd.calls)))
+        retry_tools = False
+        failed_run = False
+        for p, (output, error, ms) in zip(prepared, results, strict=True):
+            if output is not None:
+                ctx.state.path = "A"
+                yield ToolResultEvent(
+                    call_id=p.call.id,
+                    name=p.call.name,
+                    ok=True,
+                    returned=output.returned,
+                    sources=output.sources,
+                    duration_ms=round(ms, 2),
+                )
+                messages.append(ChatMessage(role="tool", content=output.content, tool_call_id=p.call.id))
+            else:
+                yield ToolResultEvent(
+                    call_id=p.call.id,
+                    name=p.call.name,
+                    ok=False,
+                    returned=0,
+                    error=error,
+                    duration_ms=round(ms, 2),
+                )
+                if p.resolution is None:
+                    retry_tools = True  # the model gets its argument error back once
+                    hint = "Call the tool again with valid arguments, or answer without it."
+                else:
+                    failed_run = True
+                    hint = "The search failed. Answer from general knowledge and cite no sources."
+                messages.append(
+                    ChatMessage(role="tool", content=f"Error: {error}. {hint}", tool_call_id=p.call.id)
+                )
+        if failed_run:
+            yield DegradedEvent(reason="tool_failed", message=prompts.line("tool_failed", ctx.zh))

@@ -1,0 +1,1 @@
+"""The knowledge base: documents, chunking, embeddings, BM25, the index, ingestion."""

@@ -1,0 +1,83 @@
+"""Split documents into overlapping chunks that respect Chinese and English sentence boundaries."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from careerwise.knowledge.documents import SourceDocument
+
+# A sentence ends at Chinese full stops/marks (with closing quotes) or at English .!? before a space.
+_SENTENCE_END = re.compile(r"(?<=[。！？；])[」』”’）)]*|(?<=[.!?])[\"')\]]*(?=\s)|\n")
+_HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*$")
+
+
+@dataclass(frozen=True)
+class ChunkDraft:
+    ord: int
+    title: str
+    section: str
+    text: str
+    domain: str
+
+
+def split_sentences(text: str) -> list[str]:
+    pieces: list[str] = []
+    start = 0
+    for m in _SENTENCE_END.finditer(text):
+        end = m.end()
+        piece = text[start:end].strip()
+        if piece:
+            pieces.append(piece)
+        start = end
+    tail = text[start:].strip()
+    if tail:
+        pieces.append(tail)
+    return pieces
+
+
+def _sections(text: str) -> list[tuple[str, str]]:
+    """(heading, body) pairs; the text before the first ## heading gets an empty heading."""
+    out: list[tuple[str, list[str]]] = [("", [])]
+    for line in text.splitlines():
+        m = _HEADING.match(line)
+        if m and len(m.group(1)) >= 2:
+            out.append((m.group(2), []))
+        elif m:
+            continue  # the H1 is the title, kept on every chunk already
+        else:
+            out[-1][1].append(line)
+    return [(h, "\n".join(body).strip()) for h, body in out if "\n".join(body).strip()]
+
+
+def chunk_document(
+    doc: SourceDocument, *, target_chars: int = 320, overlap_sentences: int = 1
+) -> list[ChunkDraft]:
+    chunks: list[ChunkDraft] = []
+    for heading, body in _sections(doc.text):
+        sentences = split_sentences(body)
+        current: list[str] = []
+        size = 0
+        for sentence in sentences:
+            if current and size + len(sentence) > target_chars:
+                chunks.append(_draft(doc, heading, current, len(chunks)))
+                current = current[-overlap_sentences:] if overlap_sentences else []
+                size = sum(len(s) for s in current)
+            current.append(sentence)
+            size += len(sentence)
+        if current:
+            chunks.append(_draft(doc, heading, current, len(chunks)))
+    return chunks
+
+
+def _draft(doc: SourceDocument, heading: str, sentences: list[str], ord_: int) -> ChunkDraft:
+    joiner = "" if doc.lang.startswith("zh") else " "
+    return ChunkDraft(
+        ord=ord_, title=doc.title, section=heading, text=joiner.join(sentences), domain=doc.domain
+    )
+
+
+def embedding_text(title: str, section: str, text: str) -> str:
+    """What gets embedded: the chunk with its title and heading, so short chunks keep their topic."""
+    head = f"{title} — {section}" if section else title
+    return f"{head}\n{text}"

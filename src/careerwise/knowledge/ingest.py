@@ -1,0 +1,147 @@
+"""Idempotent ingestion: unchanged documents are skipped by content hash, changed ones re-chunked,
+removed ones deleted with ``prune``. Every ingest that changes anything bumps the knowledge version."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sqlalchemy import delete, select
+
+from careerwise.errors import UserInputError
+from careerwise.knowledge.chunking import chunk_document, embedding_text
+from careerwise.knowledge.documents import SUPPORTED_SUFFIXES, SourceDocument, load_document
+from careerwise.knowledge.embeddings import Embedder
+from careerwise.store import Chunk, Database, Document, KnowledgeMeta
+
+log = logging.getLogger(__name__)
+VERSION_KEY = "version"
+
+
+@dataclass
+class IngestReport:
+    added: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+    chunks_written: int = 0
+    version: str | None = None
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.added or self.updated or self.deleted)
+
+
+def expand_paths(paths: Iterable[Path]) -> tuple[list[tuple[Path, Path]], dict[str, str]]:
+    """Files to read as (file, root) pairs, plus per-path problems (missing paths)."""
+    files: list[tuple[Path, Path]] = []
+    problems: dict[str, str] = {}
+    for p in paths:
+        if p.is_dir():
+            files.extend(
+                (f, p) for f in sorted(p.rglob("*")) if f.is_file() and f.suffix.lower() in SUPPORTED_SUFFIXES
+            )
+        elif p.is_file():
+            files.append((p, p.parent))
+        else:
+            problems[str(p)] = "no such file or directory"
+    return files, problems
+
+
+async def current_version(db: Database) -> str:
+    async with db.session() as s:
+        row = await s.get(KnowledgeMeta, VERSION_KEY)
+        return row.value if row else "empty"
+
+
+async def ingest_paths(
+    db: Database,
+    embedder: Embedder,
+    paths: Iterable[Path],
+    *,
+    prune: bool = False,
+    progress: Callable[[str], None] | None = None,
+) -> IngestReport:
+    report = IngestReport()
+    files, problems = expand_paths(paths)
+    report.failed.update(problems)
+    docs: list[SourceDocument] = []
+    for f, root in files:
+        try:
+            docs.append(load_document(f, root=root))
+        except UserInputError as exc:
+            report.failed[str(f)] = str(exc)
+            log.warning("ingest: skipped %s: %s", f, exc)
+    seen_ids = {d.id for d in docs}
+    async with db.session() as s:
+        existing = {d.id: d for d in (await s.scalars(select(Document))).all()}
+    for doc in docs:
+        old = existing.get(doc.id)
+        if old is not None and old.sha256 == doc.sha256:
+            report.unchanged.append(doc.id)
+            if progress:
+                progress(doc.id)
+            continue
+        drafts = chunk_document(doc)
+        texts = [embedding_text(c.title, c.section, c.text) for c in drafts]
+        vectors = await asyncio.to_thread(embedder.embed_passages, texts)
+        # one transaction per document: a failure never leaves half a document behind
+        async with db.session() as s, s.begin():
+            await s.execute(delete(Chunk).where(Chunk.document_id == doc.id))
+            row = await s.get(Document, doc.id)
+            if row is None:
+                row = Document(id=doc.id)
+                s.add(row)
+            row.title, row.source_path, row.domain, row.lang = (
+                doc.title,
+                doc.source_path,
+                doc.domain,
+                doc.lang,
+            )
+            row.sha256, row.chars = doc.sha256, len(doc.text)
+            await s.flush()
+            s.add_all(
+                Chunk(
+                    document_id=doc.id,
+                    ord=c.ord,
+                    title=c.title,
+                    section=c.section,
+                    domain=c.domain,
+                    text=c.text,
+                    embedding=vectors[i].tobytes(),
+                    embedding_model=embedder.name,
+                )
+                for i, c in enumerate(drafts)
+            )
+        report.chunks_written += len(drafts)
+        (report.updated if old is not None else report.added).append(doc.id)
+        if progress:
+            progress(doc.id)
+    if prune:
+        stale = [doc_id for doc_id in existing if doc_id not in seen_ids]
+        if stale:
+            async with db.session() as s, s.begin():
+                await s.execute(delete(Chunk).where(Chunk.document_id.in_(stale)))
+                await s.execute(delete(Document).where(Document.id.in_(stale)))
+            report.deleted.extend(stale)
+    if report.changed:
+        report.version = await bump_version(db)
+    else:
+        report.version = await current_version(db)
+    return report
+
+
+async def bump_version(db: Database) -> str:
+    version = uuid.uuid4().hex[:12]
+    async with db.session() as s, s.begin():
+        row = await s.get(KnowledgeMeta, VERSION_KEY)
+        if row is None:
+            s.add(KnowledgeMeta(key=VERSION_KEY, value=version))
+        else:
+            row.value = version
+    return version

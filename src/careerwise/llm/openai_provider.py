@@ -1,0 +1,112 @@
+"""Remote providers through the official ``openai`` async client (Groq, OpenAI, Ollama, vLLM, llama.cpp)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import openai
+
+from careerwise.errors import LLMError, LLMTimeoutError, LLMToolsUnsupportedError, LLMUnavailableError
+from careerwise.llm.types import CompletionRequest, StreamChunk, ToolCallDelta, Usage
+
+log = logging.getLogger(__name__)
+
+_TOOL_REFUSALS = ("tool", "function")
+
+
+class OpenAIProvider:
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        api_key: str,
+        model: str,
+        connect_timeout: float,
+        read_timeout: float,
+        stream_usage: bool = True,
+        http_client: httpx.AsyncClient | None = None,
+    ) -> None:
+        self.name = "openai-compatible"
+        self.model = model
+        self._stream_usage = stream_usage
+        timeout = httpx.Timeout(read_timeout, connect=connect_timeout)
+        # Retries are ours (one layer, never after the first visible token), so the SDK's are off.
+        self._client = openai.AsyncOpenAI(
+            base_url=base_url, api_key=api_key, max_retries=0, timeout=timeout, http_client=http_client
+        )
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+    def _body(self, request: CompletionRequest) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": [m.to_openai() for m in request.messages],
+            "max_tokens": request.max_tokens,
+            "temperature": request.temperature,
+        }
+        if request.tools:
+            body["tools"] = [t.to_openai() for t in request.tools]
+            body["tool_choice"] = request.tool_choice
+        return body
+
+    async def stream(self, request: CompletionRequest) -> AsyncIterator[StreamChunk]:
+        body = self._body(request)
+        extra: dict[str, Any] = {}
+        if self._stream_usage:
+            extra["stream_options"] = {"include_usage": True}
+        try:
+            response = await self._client.chat.completions.create(stream=True, **body, **extra)
+            async with response as stream:
+                async for chunk in stream:
+                    yield _convert(chunk)
+        except openai.APITimeoutError as exc:
+            raise LLMTimeoutError(f"{self.name}: no data within the read deadline") from exc
+        except openai.APIConnectionError as exc:
+            raise LLMUnavailableError(f"{self.name}: connection failed: {exc}") from exc
+        except openai.APIStatusError as exc:
+            raise _status_error(exc, tools_offered=bool(request.tools)) from exc
+        except httpx.HTTPError as exc:  # a reset mid-stream surfaces as a raw httpx error
+            raise LLMUnavailableError(f"{self.name}: stream broke: {exc!r}") from exc
+
+
+def _status_error(exc: openai.APIStatusError, *, tools_offered: bool) -> LLMError:
+    status = exc.status_code
+    text = str(exc.message).lower()
+    if tools_offered and status in (400, 422) and any(w in text for w in _TOOL_REFUSALS):
+        return LLMToolsUnsupportedError(f"provider refused tools: {exc.message}")
+    if status == 429 or status >= 500:
+        return LLMUnavailableError(f"provider answered {status}: {exc.message}")
+    err = LLMError(f"provider answered {status}: {exc.message}")
+    err.retryable = False
+    return err
+
+
+def _convert(chunk: Any) -> StreamChunk:
+    usage = None
+    if getattr(chunk, "usage", None):
+        usage = Usage(
+            prompt_tokens=chunk.usage.prompt_tokens or 0, completion_tokens=chunk.usage.completion_tokens or 0
+        )
+    if not chunk.choices:
+        return StreamChunk(usage=usage)
+    choice = chunk.choices[0]
+    delta = choice.delta
+    tool_deltas: tuple[ToolCallDelta, ...] = ()
+    if delta is not None and delta.tool_calls:
+        tool_deltas = tuple(
+            ToolCallDelta(
+                index=tc.index if tc.index is not None else 0,
+                id=tc.id,
+                name=tc.function.name if tc.function else None,
+                arguments=tc.function.arguments if tc.function else None,
+            )
+            for tc in delta.tool_calls
+        )
+    text = delta.content if delta is not None else None
+    return StreamChunk(
+        text=text or None, tool_deltas=tool_deltas, finish_reason=choice.finish_reason, usage=usage
+    )

@@ -1,0 +1,97 @@
+"""Provider-neutral types for chat messages and streamed chunks."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+    def to_openai(self) -> dict[str, Any]:
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
+        }
+
+
+@dataclass(frozen=True)
+class ToolCallRequest:
+    """One complete tool call as the model wrote it (arguments still raw text)."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True)
+class ChatMessage:
+    role: Role
+    content: str = ""
+    tool_calls: tuple[ToolCallRequest, ...] = ()
+    tool_call_id: str | None = None
+
+    def to_openai(self) -> dict[str, Any]:
+        msg: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.tool_calls:
+            # do not 'fix' to None: llama.cpp's server answers 500 to content null with tool calls.
+            msg["content"] = self.content or ""
+            msg["tool_calls"] = [
+                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                for c in self.tool_calls
+            ]
+        if self.tool_call_id is not None:
+            msg["tool_call_id"] = self.tool_call_id
+        return msg
+
+
+@dataclass(frozen=True)
+class ToolCallDelta:
+    index: int
+    id: str | None = None
+    name: str | None = None
+    arguments: str | None = None
+
+
+@dataclass(frozen=True)
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class StreamChunk:
+    text: str | None = None
+    tool_deltas: tuple[ToolCallDelta, ...] = ()
+    finish_reason: str | None = None
+    usage: Usage | None = None
+
+
+@dataclass(frozen=True)
+class CompletionRequest:
+    messages: Sequence[ChatMessage]
+    tools: Sequence[ToolSpec] = ()
+    max_tokens: int = 512
+    temperature: float = 0.7
+    tool_choice: Literal["auto", "none"] = "auto"
+    metadata: dict[str, str] = field(default_factory=dict)
+
+
+class LLMProvider(Protocol):
+    """Anything that streams chat completions: a remote OpenAI-compatible server or the local model."""
+
+    name: str
+    model: str
+
+    def stream(self, request: CompletionRequest) -> AsyncIterator[StreamChunk]:
+        """Stream one completion. Raises ``LLMError`` subclasses; never returns partial garbage silently."""
+        ...
+
+    async def aclose(self) -> None: ...

@@ -1,0 +1,128 @@
+"""Tables. Changes here need an Alembic migration (``store/migrations/versions``)."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import JSON, DateTime, Float, ForeignKey, Integer, LargeBinary, String, Text, UniqueConstraint
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class Base(DeclarativeBase):
+    type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON}  # noqa: RUF012 - SQLAlchemy API
+
+
+class Conversation(Base):
+    __tablename__ = "conversations"
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    title: Mapped[str] = mapped_column(String(200), default="")
+    channel: Mapped[str] = mapped_column(String(20), default="web")
+    user_id: Mapped[str | None] = mapped_column(String(64), index=True, default=None)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Message(Base):
+    __tablename__ = "messages"
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    conversation_id: Mapped[str] = mapped_column(
+        ForeignKey("conversations.id", ondelete="CASCADE"), index=True
+    )
+    role: Mapped[str] = mapped_column(String(16))
+    content: Mapped[str] = mapped_column(Text, default="")
+    # user messages: 'ok'; assistant messages: 'pending' until the turn ends, then ok / error / cancelled
+    status: Mapped[str] = mapped_column(String(16), default="ok")
+    trace_id: Mapped[str | None] = mapped_column(String(32), index=True, default=None)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Trace(Base):
+    __tablename__ = "traces"
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    conversation_id: Mapped[str] = mapped_column(
+        ForeignKey("conversations.id", ondelete="CASCADE"), index=True
+    )
+    user_message_id: Mapped[str] = mapped_column(String(32))
+    assistant_message_id: Mapped[str | None] = mapped_column(String(32), default=None)
+    channel: Mapped[str] = mapped_column(String(20), default="web")
+    intent: Mapped[str | None] = mapped_column(String(20), default=None)
+    tier: Mapped[str | None] = mapped_column(String(20), default=None)
+    flow: Mapped[str | None] = mapped_column(String(40), default=None)
+    path: Mapped[str | None] = mapped_column(String(20), default=None)
+    status: Mapped[str] = mapped_column(String(16), default="running")
+    error_code: Mapped[str | None] = mapped_column(String(64), default=None)
+    degraded: Mapped[bool] = mapped_column(default=False)
+    model: Mapped[str | None] = mapped_column(String(120), default=None)
+    started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, index=True)
+    duration_ms: Mapped[float | None] = mapped_column(Float, default=None)
+    first_text_ms: Mapped[float | None] = mapped_column(Float, default=None)
+    timings: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    usage: Mapped[dict[str, Any]] = mapped_column(default=dict)
+
+
+class TraceEvent(Base):
+    """Every event of a turn except text deltas, stored as the user's stream carried it."""
+
+    __tablename__ = "trace_events"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    trace_id: Mapped[str] = mapped_column(ForeignKey("traces.id", ondelete="CASCADE"), index=True)
+    seq: Mapped[int] = mapped_column(Integer)
+    t_ms: Mapped[float] = mapped_column(Float)
+    type: Mapped[str] = mapped_column(String(20))
+    payload: Mapped[dict[str, Any]] = mapped_column()
+
+
+class ToolCallRecord(Base):
+    __tablename__ = "tool_calls"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    trace_id: Mapped[str] = mapped_column(ForeignKey("traces.id", ondelete="CASCADE"), index=True)
+    call_id: Mapped[str] = mapped_column(String(80))
+    name: Mapped[str] = mapped_column(String(80))
+    requested_arguments: Mapped[dict[str, Any]] = mapped_column()
+    effective_arguments: Mapped[dict[str, Any]] = mapped_column()
+    reason: Mapped[str] = mapped_column(Text, default="")
+    ok: Mapped[bool | None] = mapped_column(default=None)
+    returned: Mapped[int | None] = mapped_column(Integer, default=None)
+    duration_ms: Mapped[float | None] = mapped_column(Float, default=None)
+
+
+class Document(Base):
+    __tablename__ = "documents"
+    id: Mapped[str] = mapped_column(String(200), primary_key=True)
+    title: Mapped[str] = mapped_column(String(300))
+    source_path: Mapped[str] = mapped_column(Text)
+    domain: Mapped[str] = mapped_column(String(40), default="other")
+    lang: Mapped[str] = mapped_column(String(10), default="zh-TW")
+    sha256: Mapped[str] = mapped_column(String(64))
+    chars: Mapped[int] = mapped_column(Integer, default=0)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Chunk(Base):
+    __tablename__ = "chunks"
+    __table_args__ = (UniqueConstraint("document_id", "ord"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    document_id: Mapped[str] = mapped_column(ForeignKey("documents.id", ondelete="CASCADE"), index=True)
+    ord: Mapped[int] = mapped_column(Integer)
+    title: Mapped[str] = mapped_column(String(300))
+    section: Mapped[str] = mapped_column(String(300), default="")
+    domain: Mapped[str] = mapped_column(String(40), default="other")
+    text: Mapped[str] = mapped_column(Text)
+    embedding: Mapped[bytes] = mapped_column(LargeBinary)
+    embedding_model: Mapped[str] = mapped_column(String(40))
+
+
+class KnowledgeMeta(Base):
+    __tablename__ = "knowledge_meta"
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    value: Mapped[str] = mapped_column(Text)

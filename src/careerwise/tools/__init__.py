@@ -1,0 +1,6 @@
+"""Tools the model may call. Tools register themselves in a registry; flows ask it by intent."""
+
+from careerwise.tools.registry import Resolution, Tool, ToolOutput, ToolRegistry
+from careerwise.tools.search_knowledge import RetrievalPolicy, SearchKnowledgeTool
+
+__all__ = ["Resolution", "RetrievalPolicy", "SearchKnowledgeTool", "Tool", "ToolOutput", "ToolRegistry"]

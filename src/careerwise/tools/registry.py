@@ -1,0 +1,60 @@
+"""The tool registry and the small protocol every tool follows."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from careerwise.events import Source
+from careerwise.llm.types import ToolSpec
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """Arguments resolved once, before the tool-call event exists (shared/DESIGN.md principle 2)."""
+
+    requested: dict[str, Any]
+    effective: dict[str, Any]
+    reason: str
+
+
+@dataclass(frozen=True)
+class ToolOutput:
+    content: str  # what the model reads
+    returned: int
+    sources: list[Source] = field(default_factory=list)
+
+
+class Tool(Protocol):
+    spec: ToolSpec
+
+    def available(self) -> bool: ...
+
+    def resolve(self, arguments: dict[str, Any]) -> Resolution: ...
+
+    async def run(self, resolution: Resolution) -> ToolOutput: ...
+
+
+class ToolRegistry:
+    def __init__(self) -> None:
+        self._tools: dict[str, Tool] = {}
+        self._intents: dict[str, list[str]] = {}
+
+    def register(self, tool: Tool, *, intents: tuple[str, ...]) -> None:
+        self._tools[tool.spec.name] = tool
+        for intent in intents:
+            self._intents.setdefault(intent, []).append(tool.spec.name)
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    def for_intent(self, intent: str) -> list[Tool]:
+        """Tools offered on an intent's path; a tool that cannot run now is not offered at all."""
+        return [self._tools[n] for n in self._intents.get(intent, []) if self._tools[n].available()]
+
+    def unavailable_for_intent(self, intent: str) -> list[str]:
+        return [n for n in self._intents.get(intent, []) if not self._tools[n].available()]
+
+
+ToolFactory = Callable[[], Tool]
