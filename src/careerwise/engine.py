@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from sqlalchemy import select
 
 from careerwise import prompts
+from careerwise.assistant_settings import SettingsStore
 from careerwise.errors import (
     CareerWiseError,
     ConversationBusyError,
@@ -64,6 +65,7 @@ class Engine:
     router: Router
     flows: FlowRegistry
     options: FlowOptions
+    settings_store: SettingsStore
     limits: EngineLimits = field(default_factory=EngineLimits)
     _running: set[str] = field(default_factory=set)
 
@@ -142,6 +144,7 @@ class Engine:
             raise ConversationBusyError(
                 "a reply is still being written in this conversation; wait for it to finish"
             )
+        assistant = (await self.settings_store.effective()).values  # fresh every turn: no restart needed
         conv, _user_msg, asst, trace = await self._open(req, message)
         self._running.add(conv.id)
         recorder = TraceRecorder(trace.id)
@@ -172,7 +175,8 @@ class Engine:
                         provider=self.provider,
                         tools=self.tools,
                         intent=decision.intent,
-                        options=self.options,
+                        options=self.options.with_assistant(assistant),
+                        settings=assistant,
                         state=state,
                     )
                     async for event in flow(ctx):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from careerwise.assistant_settings import SettingsStore
 from careerwise.config import Settings
 from careerwise.engine import Engine, EngineLimits
 from careerwise.flows import (
@@ -21,7 +22,7 @@ from careerwise.knowledge.service import BUNDLED_CORPUS, KnowledgeBase
 from careerwise.llm.types import LLMProvider
 from careerwise.routing.router import Router, RulesRouter
 from careerwise.store import Database
-from careerwise.tools import RetrievalPolicy, SearchKnowledgeTool, ToolRegistry
+from careerwise.tools import SearchKnowledgeTool, ToolRegistry
 
 log = logging.getLogger(__name__)
 
@@ -65,10 +66,7 @@ class Services:
     provider: LLMProvider
     tools: ToolRegistry
     engine: Engine
-
-    def retrieval_policy(self) -> RetrievalPolicy:
-        s = self.settings
-        return RetrievalPolicy(default_top_k=s.search_default_top_k, rerank_candidates=s.rerank_candidates)
+    assistant_settings: SettingsStore
 
     async def prepare_knowledge(self) -> IngestReport | None:
         """Ingest the bundled corpus when the knowledge base is empty, then load the index."""
@@ -103,9 +101,8 @@ def build_services(
     kb = KnowledgeBase(db, embedder=embedder, embedding_model=settings.embedding_model)
     llm = provider or make_provider(settings)
     tools = ToolRegistry()
-    services_ref: list[Services] = []
-    tool = SearchKnowledgeTool(kb, lambda: services_ref[0].retrieval_policy())
-    tools.register(tool, intents=("career",))
+    tools.register(SearchKnowledgeTool(kb), intents=("career",))
+    store = SettingsStore(db, settings)
     options = FlowOptions(
         buffer_guard_chunks=settings.buffer_guard_chunks,
         phase1_max_tokens=settings.phase1_max_tokens,
@@ -123,12 +120,13 @@ def build_services(
         router=router or RulesRouter(),
         flows=default_flows(),
         options=options,
+        settings_store=store,
         limits=EngineLimits(
             max_message_chars=settings.max_message_chars,
             max_history_messages=settings.max_history_messages,
             turn_deadline=settings.turn_deadline,
         ),
     )
-    services = Services(settings=settings, db=db, kb=kb, provider=llm, tools=tools, engine=engine)
-    services_ref.append(services)
-    return services
+    return Services(
+        settings=settings, db=db, kb=kb, provider=llm, tools=tools, engine=engine, assistant_settings=store
+    )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable
+from typing import Any
 
 import httpx
 import pytest
@@ -58,9 +59,11 @@ def test_tool_call_event_shows_requested_and_effective_arguments(
     assert dict(events)["done"]["trace_id"]
 
 
-def test_full_mode_returns_one_json_body(fake_llm: FakeLLM, live_server: Callable[..., LiveServer]) -> None:
+def test_full_mode_returns_one_json_body(
+    db_overrides: dict[str, Any], fake_llm: FakeLLM, live_server: Callable[..., LiveServer]
+) -> None:
     fake_llm.script(tool_calls(Call("searchKnowledge", {"query": "履歷 量化"})), text("用數字寫成果。"))
-    server = live_server()
+    server = live_server(**db_overrides)  # SQLite and PostgreSQL
     with client(server) as c:
         r = c.post("/api/chat", json={"message": "履歷怎麼寫比較好", "mode": "full"})
     assert r.status_code == 200 and r.headers["content-type"].startswith("application/json")
@@ -86,9 +89,14 @@ BAD_REQUESTS = [
 
 @pytest.mark.parametrize(("payload", "status", "needle"), BAD_REQUESTS)
 def test_bad_input_is_a_clear_4xx_and_stores_nothing(
-    fake_llm: FakeLLM, live_server: Callable[..., LiveServer], payload: dict[str, object], status: int, needle: str
+    db_overrides: dict[str, Any],
+    fake_llm: FakeLLM,
+    live_server: Callable[..., LiveServer],
+    payload: dict[str, object],
+    status: int,
+    needle: str,
 ) -> None:
-    server = live_server()
+    server = live_server(**db_overrides)  # SQLite and PostgreSQL
     with client(server) as c:
         r = c.post("/api/chat", json=payload)
     assert r.status_code == status, r.text
@@ -98,8 +106,10 @@ def test_bad_input_is_a_clear_4xx_and_stores_nothing(
     assert _count_messages(server) == 0
 
 
-def test_malformed_json_is_400(fake_llm: FakeLLM, live_server: Callable[..., LiveServer]) -> None:
-    server = live_server()
+def test_malformed_json_is_400(
+    db_overrides: dict[str, Any], fake_llm: FakeLLM, live_server: Callable[..., LiveServer]
+) -> None:
+    server = live_server(**db_overrides)  # SQLite and PostgreSQL
     with client(server) as c:
         r = c.post("/api/chat", content=b'{"message": "hi"', headers={"content-type": "application/json"})
     assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_json"
@@ -120,8 +130,8 @@ def _count_messages(server: LiveServer) -> int:
     return asyncio.run(count())
 
 
-def test_health_ready_and_page(live_server: Callable[..., LiveServer]) -> None:
-    server = live_server()
+def test_health_ready_and_page(db_overrides: dict[str, Any], live_server: Callable[..., LiveServer]) -> None:
+    server = live_server(**db_overrides)  # SQLite and PostgreSQL
     with client(server) as c:
         assert c.get("/healthz").json() == {"status": "ok"}
         ready = c.get("/readyz")

@@ -49,13 +49,13 @@ async def test_path_b_streams_text_without_tools(fake_llm: FakeLLM, make_service
 
 
 async def test_path_a_runs_the_tool_and_phase3_carries_the_result(
-    fake_llm: FakeLLM, make_services: Callable[..., Services]
+    db_overrides: dict[str, Any], fake_llm: FakeLLM, make_services: Callable[..., Services]
 ) -> None:
     fake_llm.script(
         tool_calls(Call(SEARCH, {"query": "薪水談判技巧"}, id="call_1"), split=4),
         text("先做功課，再開口。", chunk_size=2),
     )
-    services = make_services()
+    services = make_services(**db_overrides)  # SQLite and PostgreSQL
     events = await run_turn(services)
     assert kinds(events) == ["route", "tool_call", "tool_result", "delta", "done"]
     call = next(e for e in events if isinstance(e, ToolCallEvent))
@@ -283,7 +283,7 @@ async def test_greeting_rule_skips_tools(fake_llm: FakeLLM, make_services: Calla
     fake_llm.script(text("嗨！今天想聊什麼職涯問題？"))
     events = await run_turn(make_services(), "你好")
     route = events[0]
-    assert route.intent == "greeting" and route.rule_id == "greet.zh"
+    assert route.intent == "greeting" and route.layer == "rules" and route.rule_id
     assert "tools" not in fake_llm.requests[0]
 
 

@@ -12,6 +12,7 @@ import openai
 import pytest
 from openai import AsyncOpenAI
 from openai.types.chat import ChatCompletionMessageFunctionToolCall
+
 from tests.fakes.fake_llm import Call, FakeLLM, error, raw, stall, text, tool_calls
 
 

@@ -2,31 +2,42 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import pytest
 
+from careerwise.assistant_settings import AssistantSettings
 from careerwise.errors import ToolArgumentsError
 from careerwise.knowledge.chunking import chunk_document, split_sentences
 from careerwise.knowledge.documents import SourceDocument, UnreadableDocumentError, load_document
 from careerwise.knowledge.lexical import BM25Index, tokenize
 from careerwise.knowledge.service import BUNDLED_CORPUS
-from careerwise.tools.search_knowledge import RetrievalPolicy, SearchKnowledgeTool
+from careerwise.tools.search_knowledge import SearchKnowledgeTool
 
 
 def test_sentences_split_on_chinese_and_english_marks() -> None:
     text = "第一句。第二句！「第三句？」Then English. And more! 最後"
-    assert split_sentences(text) == ["第一句。", "第二句！", "「第三句？」", "Then English.", "And more!", "最後"]
+    assert split_sentences(text) == [
+        "第一句。",
+        "第二句！",
+        "「第三句？」",
+        "Then English.",
+        "And more!",
+        "最後",
+    ]
 
 
 def test_chunks_keep_title_and_section_and_overlap() -> None:
-    body = "# 標題\n\n前言。\n\n## 第一節\n\n" + "".join(f"這是第{i}句話，內容有一點長度。" for i in range(40))
+    body = "# 標題\n\n前言。\n\n## 第一節\n\n" + "".join(
+        f"這是第{i}句話，內容有一點長度。" for i in range(40)
+    )
     doc = SourceDocument(id="d", title="標題", text=body, source_path="d.md")
     chunks = chunk_document(doc, target_chars=120)
     assert chunks[0].section == "" and chunks[0].text == "前言。"
     rest = chunks[1:]
     assert len(rest) > 3 and all(c.section == "第一節" and c.title == "標題" for c in rest)
-    for a, b in zip(rest, rest[1:], strict=False):
+    for a, b in itertools.pairwise(rest):
         assert b.text.startswith(a.text.split("。")[-2].split("，")[0])  # one sentence of overlap
 
 
@@ -66,23 +77,24 @@ class _KB:
     available = True
 
 
-def _tool(policy: RetrievalPolicy) -> SearchKnowledgeTool:
-    return SearchKnowledgeTool(_KB(), lambda: policy)  # type: ignore[arg-type]
+def _tool() -> SearchKnowledgeTool:
+    return SearchKnowledgeTool(_KB())  # type: ignore[arg-type]
 
 
 def test_resolution_defaults_and_clamps() -> None:
-    tool = _tool(RetrievalPolicy())
-    r = tool.resolve({"query": " 薪水 "})
+    tool, settings = _tool(), AssistantSettings()
+    r = tool.resolve({"query": " 薪水 "}, settings)
     assert r.effective == {"query": "薪水", "top_k": 3} and "default" in r.reason
-    r = tool.resolve({"query": "q", "top_k": 99})
+    r = tool.resolve({"query": "q", "top_k": 99}, settings)
     assert r.effective["top_k"] == 20 and "clamped" in r.reason
-    r = tool.resolve({"query": "q", "top_k": "4"})
+    r = tool.resolve({"query": "q", "top_k": "4"}, settings)
     assert r.effective["top_k"] == 4 and r.reason == "as requested"
 
 
 def test_full_retrieval_range_overrides_the_model() -> None:
-    tool = _tool(RetrievalPolicy(use_full_retrieval_range=True, configured_top_k=15))
-    r = tool.resolve({"query": "q", "top_k": 5})
+    r = _tool().resolve(
+        {"query": "q", "top_k": 5}, AssistantSettings(use_full_retrieval_range=True, configured_top_k=15)
+    )
     assert r.requested == {"query": "q", "top_k": 5}
     assert r.effective == {"query": "q", "top_k": 15}
     assert "configured_top_k=15" in r.reason
@@ -91,4 +103,4 @@ def test_full_retrieval_range_overrides_the_model() -> None:
 @pytest.mark.parametrize("args", [{}, {"query": ""}, {"query": 3}, {"query": "q", "top_k": "many"}])
 def test_bad_arguments_raise(args: dict[str, object]) -> None:
     with pytest.raises(ToolArgumentsError):
-        _tool(RetrievalPolicy()).resolve(args)
+        _tool().resolve(args, AssistantSettings())

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from careerwise.assistant_settings import AssistantSettings
 from careerwise.events import Event
 from careerwise.llm.types import ChatMessage, LLMProvider, Usage
 from careerwise.tools.registry import ToolRegistry
@@ -22,6 +23,18 @@ class FlowOptions:
     max_tool_calls: int = 4
     llm_retries: int = 1
     supports_tools: bool = True
+
+    def with_assistant(self, a: AssistantSettings) -> FlowOptions:
+        """These options with the assistant's stored values for this turn applied."""
+        return replace(
+            self,
+            buffer_guard_chunks=a.buffer_guard_chunks,
+            phase1_max_tokens=a.phase1_max_tokens,
+            phase1_temperature=a.phase1_temperature,
+            phase3_max_tokens=a.phase3_max_tokens,
+            phase3_temperature=a.phase3_temperature,
+            max_tool_rounds=a.max_tool_rounds,
+        )
 
 
 @dataclass
@@ -62,6 +75,7 @@ class FlowContext:
     tools: ToolRegistry
     intent: str
     options: FlowOptions
+    settings: AssistantSettings = field(default_factory=AssistantSettings)
     state: TurnState = field(default_factory=TurnState)
 
 

