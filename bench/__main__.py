@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import sys
 
-from bench import local_seed, ttft
+from bench import local_seed, search, ttft
 
 
 def main() -> None:
     selected = set(sys.argv[1:])
     # local_seed runs the embedded model (minutes): only when asked for by name
-    for name, module in (("ttft", ttft), ("local_seed", local_seed)):
+    for name, module in (("ttft", ttft), ("local_seed", local_seed), ("search", search)):
         if (selected and name not in selected) or (not selected and name == "local_seed"):
             continue
         print("\n".join(module.run()), flush=True)

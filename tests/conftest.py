@@ -105,6 +105,9 @@ def make_settings(tmp_path: Path, corpus_db: Path, fake_llm: FakeLLM) -> Setting
             "llm_read_timeout": 5.0,
             "turn_deadline": 20.0,
             "ingest_on_start": with_corpus,
+            # layer 3 of the router would take the fake's scripted replies meant for the flow; the
+            # routing tests exercise it with their own scripts
+            "routing_llm": False,
         }
         values.update(overrides)
         return Settings(_env_file=None, **values)  # type: ignore[call-arg]

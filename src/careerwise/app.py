@@ -13,7 +13,7 @@ from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 
 from careerwise import __version__
-from careerwise.api import chat, errors, health
+from careerwise.api import chat, errors, health, line, openai_compat
 from careerwise.config import Settings, get_settings
 from careerwise.services import Services, build_services
 
@@ -44,6 +44,8 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
     errors.install(app)
     app.include_router(health.router)
     app.include_router(chat.router)
+    app.include_router(line.router)
+    app.include_router(openai_compat.router)
     app.mount("/static", StaticFiles(directory=WEB / "static"), name="static")
 
     @app.get("/", include_in_schema=False)

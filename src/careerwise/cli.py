@@ -13,6 +13,8 @@ from rich.console import Console
 from rich.progress import Progress
 
 from careerwise.cli_admin import settings_app, traces_app
+from careerwise.cli_apikeys import apikeys_app
+from careerwise.cli_routing import eval_routing, route
 from careerwise.config import get_settings
 from careerwise.errors import CareerWiseError
 
@@ -24,6 +26,8 @@ app = typer.Typer(
 console = Console(stderr=True)
 app.add_typer(settings_app, name="settings")
 app.add_typer(traces_app, name="traces")
+app.add_typer(apikeys_app, name="apikeys")
+app.command("route")(route)
 
 
 def _logging(verbose: bool) -> None:
@@ -201,6 +205,7 @@ def ingest(
 
 eval_app = typer.Typer(help="Offline evaluations.", no_args_is_help=True)
 app.add_typer(eval_app, name="eval")
+eval_app.command("routing")(eval_routing)
 
 
 @eval_app.command("retrieval")

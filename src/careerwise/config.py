@@ -42,6 +42,12 @@ class Settings(BaseSettings):
     phase3_temperature: float = Field(default=0.5, ge=0, le=2)
     buffer_guard_chunks: int = Field(default=3, ge=0, description="Phase-1 chunks held back (N).")
     max_tool_rounds: int = Field(default=2, ge=1, le=4)
+    deep_step_timeout: float = Field(
+        default=30.0, gt=0, description="Seconds for each agent / chain step / merge of a deep answer."
+    )
+    deep_turn_timeout: float = Field(
+        default=75.0, gt=0, description="Seconds for the whole deep attempt before the streamed answer."
+    )
 
     # --- embedded model ----------------------------------------------------------------------
     local_model_path: Path | None = Field(default=None, description="A GGUF file; default: the packaged one.")
@@ -59,11 +65,26 @@ class Settings(BaseSettings):
     rerank_candidates: int = Field(default=12, ge=1, le=200)
     ingest_on_start: bool = True
 
+    # --- routing ------------------------------------------------------------------------------
+    routing_llm: bool = Field(
+        default=True, description="Layer 3: ask the LLM when rules and embeddings are unsure (else best guess)."
+    )
+    routing_llm_timeout: float = Field(default=20.0, gt=0)
+
     # --- HTTP ----------------------------------------------------------------------------------
     host: str = "127.0.0.1"
     port: int = 8000
     max_message_chars: int = 4000
     max_history_messages: int = 40
+
+    # --- channels ------------------------------------------------------------------------------
+    line_channel_secret: SecretStr | None = Field(
+        default=None, description="The LINE channel secret (webhook signatures); unset = LINE off (503)."
+    )
+    line_channel_access_token: SecretStr | None = Field(
+        default=None, description="The LINE channel access token (reply, push, loading animation)."
+    )
+    line_api_base_url: str = Field(default="https://api.line.me", description="The LINE Messaging API.")
 
     @model_validator(mode="after")
     def _refuse_unsafe(self) -> Settings:

@@ -11,6 +11,7 @@ import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from sqlalchemy import select
 
@@ -31,6 +32,9 @@ from careerwise.routing.router import Router
 from careerwise.store import Conversation, Database, Message, Trace
 from careerwise.tools.registry import ToolRegistry
 from careerwise.tracing.recorder import TraceRecorder
+
+if TYPE_CHECKING:
+    from careerwise.knowledge.service import KnowledgeBase
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +71,7 @@ class Engine:
     options: FlowOptions
     settings_store: SettingsStore
     limits: EngineLimits = field(default_factory=EngineLimits)
+    kb: KnowledgeBase | None = None
     _running: set[str] = field(default_factory=set)
 
     def validate(self, req: TurnRequest) -> str:
@@ -165,6 +170,16 @@ class Engine:
                         rule_id=decision.rule_id,
                         flow=flow_name,
                         reasons=decision.reasons,
+                        scores=decision.scores,
+                        top=decision.top,
+                        margin=decision.margin,
+                        threshold=decision.threshold,
+                        required_margin=decision.required_margin,
+                        llm_intent=decision.llm_intent,
+                        llm_confidence=decision.llm_confidence,
+                        fallback=decision.fallback,
+                        tier_reasons=decision.tier_reasons,
+                        duration_ms=decision.duration_ms,
                     )
                     recorder.observe(route)
                     yield route
@@ -178,6 +193,7 @@ class Engine:
                         options=self.options.with_assistant(assistant),
                         settings=assistant,
                         state=state,
+                        kb=self.kb,
                     )
                     async for event in flow(ctx):
                         recorder.observe(event)

@@ -23,6 +23,17 @@ class RouteEvent(_Event):
     rule_id: str | None = None
     flow: str
     reasons: list[str] = Field(default_factory=list)
+    # the routing record (docs/routing.md): layer-2 scores, the best two, margin and threshold
+    scores: dict[str, float] | None = None
+    top: list[tuple[str, float]] | None = None
+    margin: float | None = None
+    threshold: float | None = None
+    required_margin: float | None = None
+    llm_intent: str | None = None
+    llm_confidence: float | None = None
+    fallback: str | None = Field(default=None, description="Why the LLM's answer was not used, if it was not.")
+    tier_reasons: list[str] = Field(default_factory=list)
+    duration_ms: float | None = None
 
 
 class DeltaEvent(_Event):
@@ -74,6 +85,22 @@ class ReportEvent(_Event):
     type: Literal["report"] = "report"
     title: str
     sections: list[ReportSection]
+    path: str | None = Field(default=None, description="Which deep path wrote it: parallel, chain or excerpts.")
+    missing_facets: list[str] = Field(
+        default_factory=list, description="Facets shown as having no analysis, e.g. 'market: no_knowledge'."
+    )
+    dropped_statements: int | None = Field(
+        default=None, description="Merge statements removed before the user saw them (uncited/unsupported)."
+    )
+    reflection: list[str] | None = Field(
+        default=None, description="What the reflection round corrected ([] = reviewed, nothing changed)."
+    )
+
+
+class ProgressEvent(_Event):
+    type: Literal["progress"] = "progress"
+    stage: Literal["facet_search", "agent_started", "agent_finished", "merge", "chain_step", "reflection"]
+    detail: str | None = None
 
 
 class DegradedEvent(_Event):
@@ -105,6 +132,7 @@ Event = Annotated[
     | ToolCallEvent
     | ToolResultEvent
     | ReportEvent
+    | ProgressEvent
     | DegradedEvent
     | DoneEvent
     | ErrorEvent,

@@ -16,11 +16,14 @@ from careerwise.flows import (
     tool_use_flow,
 )
 from careerwise.flows.base import FlowOptions
+from careerwise.flows.career_chain import career_chain_flow
+from careerwise.flows.parallel import parallel_flow
 from careerwise.knowledge.embeddings import Embedder
 from careerwise.knowledge.ingest import IngestReport, ingest_paths
 from careerwise.knowledge.service import BUNDLED_CORPUS, KnowledgeBase
 from careerwise.llm.types import LLMProvider
-from careerwise.routing.router import Router, RulesRouter
+from careerwise.routing.cascade import CascadeRouter
+from careerwise.routing.router import Router
 from careerwise.store import Database
 from careerwise.tools import SearchKnowledgeTool, ToolRegistry
 
@@ -53,6 +56,8 @@ def default_flows() -> FlowRegistry:
     flows = FlowRegistry()
     flows.register("greeting", None, "greeting", greeting_flow)
     flows.register("career", None, "career-simple", tool_use_flow)
+    flows.register("career", "medium", "career-chain", career_chain_flow)
+    flows.register("career", "complex", "career-parallel", parallel_flow)
     flows.register("resume", None, "resume-placeholder", resume_placeholder_flow)
     flows.register("booking", None, "booking-placeholder", booking_placeholder_flow)
     return flows
@@ -82,6 +87,9 @@ class Services:
                     report.chunks_written,
                 )
         await self.kb.load()
+        prepare = getattr(self.engine.router, "prepare", None)
+        if prepare is not None:
+            await prepare()  # embed the routing examples now, not on the first message
         return report
 
     async def aclose(self) -> None:
@@ -112,15 +120,25 @@ def build_services(
         max_tool_rounds=settings.max_tool_rounds,
         llm_retries=settings.llm_retries,
         supports_tools=settings.llm_supports_tools,
+        deep_step_timeout=settings.deep_step_timeout,
+        deep_turn_timeout=settings.deep_turn_timeout,
     )
     engine = Engine(
         db=db,
         provider=llm,
         tools=tools,
-        router=router or RulesRouter(),
+        router=router
+        or CascadeRouter(
+            kb.embedder,
+            llm,
+            no_llm=not settings.routing_llm,
+            llm_timeout=settings.routing_llm_timeout,
+            cache_dir=settings.data_dir / "cache",
+        ),
         flows=default_flows(),
         options=options,
         settings_store=store,
+        kb=kb,
         limits=EngineLimits(
             max_message_chars=settings.max_message_chars,
             max_history_messages=settings.max_history_messages,

@@ -17,6 +17,7 @@ from careerwise.events import (
     DoneEvent,
     ErrorEvent,
     Event,
+    ProgressEvent,
     ReportEvent,
     RouteEvent,
     ToolCallEvent,
@@ -85,6 +86,8 @@ def collect(events: list[Event]) -> FullReply:
                 reply["report"] = e.model_dump(mode="json")
             case DegradedEvent():
                 reply["degraded"].append(e.model_dump(mode="json"))
+            case ProgressEvent():
+                pass  # keeps a stream alive; the full body is the finished answer
             case ErrorEvent():
                 reply["error"] = e.model_dump(mode="json")
             case DoneEvent():

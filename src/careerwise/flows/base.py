@@ -5,11 +5,15 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from careerwise.assistant_settings import AssistantSettings
 from careerwise.events import Event
 from careerwise.llm.types import ChatMessage, LLMProvider, Usage
 from careerwise.tools.registry import ToolRegistry
+
+if TYPE_CHECKING:
+    from careerwise.knowledge.service import KnowledgeBase
 
 
 @dataclass(frozen=True)
@@ -23,6 +27,8 @@ class FlowOptions:
     max_tool_calls: int = 4
     llm_retries: int = 1
     supports_tools: bool = True
+    deep_step_timeout: float = 30.0
+    deep_turn_timeout: float = 75.0
 
     def with_assistant(self, a: AssistantSettings) -> FlowOptions:
         """These options with the assistant's stored values for this turn applied."""
@@ -77,6 +83,7 @@ class FlowContext:
     options: FlowOptions
     settings: AssistantSettings = field(default_factory=AssistantSettings)
     state: TurnState = field(default_factory=TurnState)
+    kb: KnowledgeBase | None = None  # the deep flows search it directly (facets, the chain)
 
 
 Flow = Callable[[FlowContext], AsyncIterator[Event]]

@@ -11,6 +11,8 @@ from careerwise.errors import UserInputError
 
 SUPPORTED_SUFFIXES = {".md", ".markdown", ".txt", ".html", ".htm", ".pdf"}
 MAX_FILE_BYTES = 20 * 1024 * 1024
+# the columns' sizes (store/models.py): PostgreSQL refuses longer values where SQLite would keep them
+MAX_ID_CHARS, MAX_TITLE_CHARS, MAX_LANG_CHARS = 200, 300, 10
 DOMAINS = ("market_salary", "growth_skills", "interview_practice", "resume", "other")
 _FRONT = re.compile(r"\A---\s*\n(.*?)\n---\s*\n", re.S)
 
@@ -35,10 +37,16 @@ class SourceDocument:
 
 
 def _slug(path: Path) -> str:
-    return (
-        re.sub(r"[^A-Za-z0-9_-]+", "-", path.stem).strip("-").lower()
-        or hashlib.md5(str(path).encode(), usedforsecurity=False).hexdigest()[:12]
-    )
+    """The document id from the file name alone, so that the same file gets the same id however its
+    path is spelled. Letters of any script are kept ("薪水談判.md" -> "薪水談判"); a name with none
+    gets a hash of the name."""
+    slug = re.sub(r"[^\w-]+", "-", path.stem).strip("-").lower()
+    if not slug:
+        return hashlib.md5(path.name.encode(), usedforsecurity=False).hexdigest()[:12]
+    if len(slug) > MAX_ID_CHARS:
+        digest = hashlib.md5(slug.encode(), usedforsecurity=False).hexdigest()[:12]
+        slug = f"{slug[: MAX_ID_CHARS - 13]}-{digest}"
+    return slug
 
 
 def _guess_lang(text: str) -> str:
@@ -55,21 +63,30 @@ def _decode(raw: bytes, path: Path) -> str:
         raise UnreadableDocumentError(f"{path}: not valid UTF-8 text ({exc.reason})") from exc
 
 
+_HTML_BLOCKS = ["h1", "h2", "h3", "h4", "h5", "h6", "p", "li", "blockquote", "pre", "td", "th", "dt", "dd"]
+
+
 def _html_to_text(html: str) -> tuple[str, str | None]:
     from bs4 import BeautifulSoup
 
     soup = BeautifulSoup(html, "html.parser")
-    for tag in soup(["script", "style", "nav", "footer"]):
+    for tag in soup(["script", "style", "nav", "footer", "template", "noscript"]):
         tag.decompose()
     title = soup.title.get_text(strip=True) if soup.title else None
+    if soup.title:
+        soup.title.decompose()
     lines: list[str] = []
-    for el in soup.find_all(["h1", "h2", "h3", "p", "li"]):
+    for el in soup.find_all(_HTML_BLOCKS):
+        if el.find_parent(_HTML_BLOCKS):
+            continue  # inside a block taken whole already (<li><p>…</p></li>): not twice
         text = el.get_text(" ", strip=True)
         if not text:
             continue
-        level = {"h1": "# ", "h2": "## ", "h3": "### "}.get(el.name, "")
+        level = "#" * int(el.name[1]) + " " if el.name in ("h1", "h2", "h3", "h4", "h5", "h6") else ""
         lines.append(level + text)
-    return "\n\n".join(lines), title
+    if not lines:  # text in bare <div>s and <span>s: one line per text line
+        lines = [line.strip() for line in soup.get_text("\n").splitlines() if line.strip()]
+    return "\n\n".join(lines), title or None
 
 
 def _pdf_to_text(path: Path) -> str:
@@ -79,8 +96,19 @@ def _pdf_to_text(path: Path) -> str:
     try:
         reader = PdfReader(str(path))
         return "\n\n".join((page.extract_text() or "") for page in reader.pages)
-    except (PdfReadError, ValueError, KeyError) as exc:
+    except OSError:
+        raise
+    except PdfReadError as exc:
         raise UnreadableDocumentError(f"{path}: unreadable PDF ({exc})") from exc
+    except Exception as exc:  # pypdf fails on damaged files in many ways
+        raise UnreadableDocumentError(f"{path}: unreadable PDF ({type(exc).__name__}: {exc})") from exc
+
+
+def _front_value(value: str) -> str:
+    value = value.strip()
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+        value = value[1:-1].strip()  # YAML-style quotes: title: "…"
+    return value
 
 
 def load_document(path: Path, *, root: Path | None = None) -> SourceDocument:
@@ -88,6 +116,13 @@ def load_document(path: Path, *, root: Path | None = None) -> SourceDocument:
     suffix = path.suffix.lower()
     if suffix not in SUPPORTED_SUFFIXES:
         raise UnreadableDocumentError(f"{path}: unsupported file type {suffix or '(none)'}")
+    try:
+        return _load(path, suffix, root)
+    except OSError as exc:  # permissions, a file that vanished, an I/O error
+        raise UnreadableDocumentError(f"{path}: cannot read the file ({exc.strerror or exc})") from exc
+
+
+def _load(path: Path, suffix: str, root: Path | None) -> SourceDocument:
     size = path.stat().st_size
     if size > MAX_FILE_BYTES:
         raise UnreadableDocumentError(f"{path}: {size} bytes is over the {MAX_FILE_BYTES} byte limit")
@@ -104,8 +139,8 @@ def load_document(path: Path, *, root: Path | None = None) -> SourceDocument:
             if m:
                 for line in m.group(1).splitlines():
                     key, _, value = line.partition(":")
-                    if value:
-                        meta[key.strip()] = value.strip()
+                    if value.strip():
+                        meta[key.strip()] = _front_value(value)
                 text = text[m.end() :]
     text = text.strip()
     if not text:
@@ -117,11 +152,12 @@ def load_document(path: Path, *, root: Path | None = None) -> SourceDocument:
     if domain not in DOMAINS:
         domain = "other"
     rel = str(path.relative_to(root)) if root and path.is_relative_to(root) else str(path)
+    lang = meta.get("lang", "")
     return SourceDocument(
-        id=meta.get("id") or _slug(path),
-        title=title,
+        id=(meta.get("id") or _slug(path))[:MAX_ID_CHARS],
+        title=title[:MAX_TITLE_CHARS],
         text=text,
         source_path=rel,
         domain=domain,
-        lang=meta.get("lang") or _guess_lang(text),
+        lang=lang if 0 < len(lang) <= MAX_LANG_CHARS else _guess_lang(text),
     )

@@ -100,6 +100,116 @@ def relevance(
     return dense + fusion.domain_weight * (domain - fusion.domain_ref)
 
 
+def domain_masks(domains: npt.NDArray[np.str_]) -> dict[str, npt.NDArray[np.bool_]]:
+    """One boolean mask per domain present, computed once per index (``np.isin`` per query is slow)."""
+    return {str(d): domains == d for d in np.unique(domains)}
+
+
+def domain_mask(
+    masks: dict[str, npt.NDArray[np.bool_]], n: int, domains: Sequence[str] | None
+) -> npt.NDArray[np.bool_]:
+    """The chunks within ``domains`` (all of them for None or an empty list)."""
+    if not domains:
+        return np.ones(n, dtype=bool)
+    out = np.zeros(n, dtype=bool)
+    for d in set(domains):
+        if d in masks:
+            out |= masks[d]
+    return out
+
+
+def stable_top(keys: npt.NDArray[np.floating], m: int) -> npt.NDArray[np.intp]:
+    """Positions of the ``m`` smallest keys (and of every key equal to the m-th smallest), in the order
+    ``np.argsort(keys, kind="stable")`` puts them: an element's place in the list is its rank. One
+    partition and a sort of the few selected, instead of a sort of everything. No NaN keys."""
+    n = len(keys)
+    if m >= n:
+        top = np.arange(n)
+    else:
+        kth = np.partition(keys, m - 1)[m - 1]
+        top = np.flatnonzero(keys <= kth)
+    out: npt.NDArray[np.intp] = top[np.argsort(keys[top], kind="stable")]
+    return out
+
+
+def _rank(keys: npt.NDArray[np.floating], i: int) -> int:
+    """Where element ``i`` lands in ``np.argsort(keys, kind="stable")``: smaller keys, then equal keys
+    at lower positions, come first."""
+    x = keys[i]
+    return int(np.count_nonzero(keys < x)) + int(np.count_nonzero(keys[:i] == x))
+
+
+_EXACT_RANKS_MAX = 256  # more chunks than this needing an exact rank: widen the top lists instead
+
+
+def fused_top(
+    dense: npt.NDArray[np.floating], lexical: npt.NDArray[np.floating], fusion: FusionConfig, count: int
+) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.float64]]:
+    """The first ``count`` positions of ``np.argsort(-fuse(dense, lexical, fusion), kind="stable")`` and
+    their fused scores: the same positions and the same floats, without ranking every chunk.
+
+    Only the best ``m`` by dense and by BM25 get ranks from a partition (``stable_top``). A chunk in
+    neither list has a dense rank >= m and a lexical rank >= m (or no BM25 score), which bounds its
+    fused score from above; candidates whose other rank is unknown get bounds from both ends. The
+    ``count``-th best lower bound is a threshold no member of the result falls below; candidates whose
+    upper bound reaches it get their missing rank counted exactly, and the rest are dropped. If the
+    chunks outside both lists could still reach it, ``m`` grows (and for small inputs, odd settings or
+    NaN scores the full computation runs)."""
+    n = len(dense)
+    count = min(count, n)
+    a, b, k = fusion.dense_weight, fusion.lexical_weight, fusion.rrf_k
+    if (
+        n <= 4 * count
+        or count <= 0
+        or a < 0
+        or b < 0
+        or k <= 0
+        or bool(np.isnan(dense).any())
+        or bool(np.isnan(lexical).any())
+    ):
+        fused = fuse(dense, lexical, fusion)
+        order: npt.NDArray[np.intp] = np.argsort(-fused, kind="stable")[:count]
+        return order, fused[order]
+    dkeys, lkeys = -dense, -lexical  # what ranks() sorts
+    positive = np.flatnonzero(lexical > 0)  # they rank first; the others get no lexical share
+    m = max(2 * count, 16)
+    while 4 * m < n:
+        top_d = stable_top(dkeys, m)
+        top_l = positive[stable_top(lkeys[positive], m)]
+        nd, nl = len(top_d), len(top_l)
+        rank_d = np.full(n, -1.0)
+        rank_d[top_d] = np.arange(nd)
+        rank_l = np.full(n, -1.0)
+        rank_l[top_l] = np.arange(nl)
+        cand = np.union1d(top_d, top_l)
+        cd, cl, pos = rank_d[cand], rank_l[cand], lexical[cand] > 0
+        d_known, l_known = cd >= 0, cl >= 0
+        # bounds from the best and the worst rank each unknown one can have (the same float operations
+        # as fuse(), which are monotonic in the rank)
+        hi = a / (k + np.where(d_known, cd, nd)) + np.where(pos, b / (k + np.where(l_known, cl, nl)), 0.0)
+        lo = a / (k + np.where(d_known, cd, n - 1)) + np.where(
+            pos, b / (k + np.where(l_known, cl, max(len(positive) - 1, 0))), 0.0
+        )
+        threshold = np.partition(lo, len(lo) - count)[len(lo) - count]
+        outside = a / (k + float(nd)) + (b / (k + float(nl)) if len(positive) > nl else 0.0)
+        keep = hi >= threshold
+        need_d = np.flatnonzero(keep & ~d_known)
+        need_l = np.flatnonzero(keep & pos & ~l_known)
+        if (len(cand) == n or outside < threshold) and len(need_d) + len(need_l) <= _EXACT_RANKS_MAX:
+            for j in need_d:
+                cd[j] = _rank(dkeys, int(cand[j]))
+            for j in need_l:
+                cl[j] = _rank(lkeys, int(cand[j]))
+            kept = np.flatnonzero(keep)
+            fused = a / (k + cd[kept]) + np.where(pos[kept], b / (k + np.maximum(cl[kept], 0.0)), 0.0)
+            best = np.argsort(-fused, kind="stable")[:count]
+            return cand[kept[best]], fused[best]
+        m *= 4
+    fused = fuse(dense, lexical, fusion)
+    order = np.argsort(-fused, kind="stable")[:count]
+    return order, fused[order]
+
+
 class KnowledgeIndex:
     def __init__(
         self,
@@ -127,6 +237,7 @@ class KnowledgeIndex:
         self.vectors = centering.passages(raw, self.langs) if centering is not None else raw
         self.bm25 = BM25Index([f"{c.title} {c.section} {c.text}" for c in chunks])
         self._domains = np.array([c.domain for c in chunks]) if chunks else np.array([], dtype=str)
+        self._domain_masks = domain_masks(self._domains)
 
     def __len__(self) -> int:
         return len(self.chunks)
@@ -157,9 +268,7 @@ class KnowledgeIndex:
             return SearchResult(query=query, hits=[], matched=0)
         dense = self.dense_scores(query, qvec)
         lexical = self.bm25.scores(query)
-        mask = np.ones(len(self.chunks), dtype=bool)
-        if domains:
-            mask &= np.isin(self._domains, list(domains))
+        mask = domain_mask(self._domain_masks, len(self.chunks), domains)
         relevant = mask & (
             (relevance(dense, self.domain_score(qvec), fusion) >= fusion.min_dense)
             | (lexical >= fusion.min_lexical)
@@ -167,18 +276,18 @@ class KnowledgeIndex:
         matched = int(relevant.sum())
         if fusion.gate and matched == 0:
             return SearchResult(query=query, hits=[], matched=0)
-        idx = np.flatnonzero(mask)
+        idx = np.flatnonzero(mask) if domains else np.arange(len(self.chunks))
         if idx.size == 0:
             return SearchResult(query=query, hits=[], matched=0)
-        fused = fuse(dense[idx], lexical[idx], fusion)
-        order = np.argsort(-fused, kind="stable")[: max(candidates, top_k)]
+        sub = (dense[idx], lexical[idx]) if domains else (dense, lexical)
+        order, fused = fused_top(*sub, fusion, max(candidates, top_k))
         hits = [
             Hit(
                 chunk=self.chunks[int(idx[o])],
-                score=float(fused[o]),
+                score=float(f),
                 dense=float(dense[idx[o]]),
                 lexical=float(lexical[idx[o]]),
             )
-            for o in order
+            for o, f in zip(order, fused, strict=True)
         ]
         return SearchResult(query=query, hits=hits, matched=matched)

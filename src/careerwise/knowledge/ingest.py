@@ -12,9 +12,8 @@ from pathlib import Path
 
 from sqlalchemy import delete, select
 
-from careerwise.errors import UserInputError
 from careerwise.knowledge.chunking import chunk_document, embedding_text
-from careerwise.knowledge.documents import SUPPORTED_SUFFIXES, SourceDocument, load_document
+from careerwise.knowledge.documents import MAX_TITLE_CHARS, SUPPORTED_SUFFIXES, SourceDocument, load_document
 from careerwise.knowledge.embeddings import Embedder
 from careerwise.knowledge.pg_index import SET_VECTOR, pgvector_applies, vector_rows
 from careerwise.store import Chunk, Database, Document, KnowledgeMeta
@@ -68,68 +67,59 @@ async def ingest_paths(
     prune: bool = False,
     progress: Callable[[str], None] | None = None,
 ) -> IngestReport:
+    """Every file is reported on its own: one that cannot be read, or whose embedding or write fails,
+    lands in ``failed`` (path -> problem) and the others still go in."""
     report = IngestReport()
     files, problems = expand_paths(paths)
     report.failed.update(problems)
-    docs: list[SourceDocument] = []
+    docs: list[tuple[Path, SourceDocument]] = []
+    failed_sources: set[str] = set()  # failed files' source paths: --prune keeps their documents
+    by_id: dict[str, Path] = {}
     for f, root in files:
         try:
-            docs.append(load_document(f, root=root))
-        except UserInputError as exc:
-            report.failed[str(f)] = str(exc)
+            doc = load_document(f, root=root)
+            if doc.id in by_id:
+                raise ValueError(
+                    f"{f}: the same document id {doc.id!r} as {by_id[doc.id]}: rename one of them, "
+                    "or give it an `id:` in its front matter"
+                )
+        except Exception as exc:  # noqa: BLE001 - a bad file is reported, never ends the ingest
+            report.failed[str(f)] = str(exc) if str(f) in str(exc) else f"{f}: {exc}"
+            failed_sources.add(str(f.relative_to(root)) if f.is_relative_to(root) else str(f))
             log.warning("ingest: skipped %s: %s", f, exc)
-    seen_ids = {d.id for d in docs}
+            if progress:
+                progress(str(f))
+            continue
+        by_id[doc.id] = f
+        docs.append((f, doc))
+    seen_ids = set(by_id)
     async with db.session() as s:
         existing = {d.id: d for d in (await s.scalars(select(Document))).all()}
-    for doc in docs:
+    for f, doc in docs:
         old = existing.get(doc.id)
         if old is not None and old.sha256 == doc.sha256:
             report.unchanged.append(doc.id)
             if progress:
                 progress(doc.id)
             continue
-        drafts = chunk_document(doc)
-        texts = [embedding_text(c.title, c.section, c.text) for c in drafts]
-        vectors = await asyncio.to_thread(embedder.embed_passages, texts)
-        # one transaction per document: a failure never leaves half a document behind
-        async with db.session() as s, s.begin():
-            await s.execute(delete(Chunk).where(Chunk.document_id == doc.id))
-            row = await s.get(Document, doc.id)
-            if row is None:
-                row = Document(id=doc.id)
-                s.add(row)
-            row.title, row.source_path, row.domain, row.lang = (
-                doc.title,
-                doc.source_path,
-                doc.domain,
-                doc.lang,
-            )
-            row.sha256, row.chars = doc.sha256, len(doc.text)
-            await s.flush()
-            chunk_rows = [
-                Chunk(
-                    document_id=doc.id,
-                    ord=c.ord,
-                    title=c.title,
-                    section=c.section,
-                    domain=c.domain,
-                    text=c.text,
-                    embedding=vectors[i].tobytes(),
-                    embedding_model=embedder.name,
-                )
-                for i, c in enumerate(drafts)
-            ]
-            s.add_all(chunk_rows)
-            if chunk_rows and pgvector_applies(db, embedder.dim):
-                # PostgreSQL: the vectors also go to pgvector's column, where they are searched
-                await s.flush()
-                await s.execute(SET_VECTOR, vector_rows([r.id for r in chunk_rows], vectors))
-        report.chunks_written += len(drafts)
+        try:
+            written = await _write_document(db, embedder, doc)
+        except Exception as exc:  # its transaction rolled back; the next file goes on
+            report.failed[str(f)] = f"{f}: could not be embedded or stored ({type(exc).__name__}: {exc})"
+            log.exception("ingest: %s failed", f)
+            if progress:
+                progress(doc.id)
+            continue
+        report.chunks_written += written
         (report.updated if old is not None else report.added).append(doc.id)
         if progress:
             progress(doc.id)
     if prune:
-        stale = [doc_id for doc_id in existing if doc_id not in seen_ids]
+        stale = [
+            doc_id
+            for doc_id, row in existing.items()
+            if doc_id not in seen_ids and row.source_path not in failed_sources
+        ]
         if stale:
             async with db.session() as s, s.begin():
                 await s.execute(delete(Chunk).where(Chunk.document_id.in_(stale)))
@@ -140,6 +130,50 @@ async def ingest_paths(
     else:
         report.version = await current_version(db)
     return report
+
+
+async def _write_document(db: Database, embedder: Embedder, doc: SourceDocument) -> int:
+    """Chunk, embed and store one document, replacing its old chunks; returns the chunks written. The
+    embedding comes first and the write is one transaction: a failure in either leaves the document as
+    it was (its old version, or nothing), never half of it."""
+    drafts = chunk_document(doc)
+    texts = [embedding_text(c.title, c.section, c.text) for c in drafts]
+    vectors = await asyncio.to_thread(embedder.embed_passages, texts)
+    if len(vectors) != len(drafts):
+        raise ValueError(f"the embedder returned {len(vectors)} vectors for {len(drafts)} chunks")
+    async with db.session() as s, s.begin():
+        await s.execute(delete(Chunk).where(Chunk.document_id == doc.id))
+        row = await s.get(Document, doc.id)
+        if row is None:
+            row = Document(id=doc.id)
+            s.add(row)
+        row.title, row.source_path, row.domain, row.lang = (
+            doc.title,
+            doc.source_path,
+            doc.domain,
+            doc.lang,
+        )
+        row.sha256, row.chars = doc.sha256, len(doc.text)
+        await s.flush()
+        chunk_rows = [
+            Chunk(
+                document_id=doc.id,
+                ord=c.ord,
+                title=c.title,
+                section=c.section[:MAX_TITLE_CHARS],  # the column's size; a heading that long is rare
+                domain=c.domain,
+                text=c.text,
+                embedding=vectors[i].tobytes(),
+                embedding_model=embedder.name,
+            )
+            for i, c in enumerate(drafts)
+        ]
+        s.add_all(chunk_rows)
+        if chunk_rows and pgvector_applies(db, embedder.dim):
+            # PostgreSQL: the vectors also go to pgvector's column, where they are searched
+            await s.flush()
+            await s.execute(SET_VECTOR, vector_rows([r.id for r in chunk_rows], vectors))
+    return len(drafts)
 
 
 async def bump_version(db: Database) -> str:

@@ -112,33 +112,37 @@ def tokenize(text: str) -> list[str]:
 
 
 class BM25Index:
+    """Okapi BM25. Each (term, document) share of the score depends on the corpus only, so it is computed
+    once here: a query adds up one precomputed array per query term."""
+
     def __init__(self, texts: Sequence[str], *, k1: float = 1.4, b: float = 0.75) -> None:
         self.k1, self.b = k1, b
         self.n = len(texts)
-        self._postings: dict[str, list[tuple[int, int]]] = defaultdict(list)
+        postings: dict[str, tuple[list[int], list[int]]] = defaultdict(lambda: ([], []))
         lengths = np.zeros(self.n, dtype=np.float32)
         for i, text in enumerate(texts):
             counts = Counter(tokenize(text))
             lengths[i] = sum(counts.values())
             for term, tf in counts.items():
-                self._postings[term].append((i, tf))
+                docs, tfs = postings[term]
+                docs.append(i)
+                tfs.append(tf)
         self._avg = float(lengths.mean()) if self.n else 1.0
         self._norm = self.k1 * (1 - self.b + self.b * lengths / max(self._avg, 1e-6))
-        self._arrays = {
-            term: (
-                np.array([d for d, _ in p], dtype=np.int64),
-                np.array([tf for _, tf in p], dtype=np.float32),
-            )
-            for term, p in self._postings.items()
-        }
+        # term -> (documents, their shares: idf * tf * (k1 + 1) / (tf + norm), in float32)
+        self._arrays: dict[str, tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]] = {}
+        for term, (doc_list, tf_list) in postings.items():
+            where = np.array(doc_list, dtype=np.int64)
+            freq = np.array(tf_list, dtype=np.float32)
+            idf = math.log(1 + (self.n - len(where) + 0.5) / (len(where) + 0.5))
+            shares = idf * freq * (self.k1 + 1) / (freq + self._norm[where])  # float32 already
+            self._arrays[term] = (where, shares.astype(np.float32, copy=False))
 
     def scores(self, query: str) -> npt.NDArray[np.float32]:
         out = np.zeros(self.n, dtype=np.float32)
         for term in set(tokenize(query)):
             hit = self._arrays.get(term)
-            if hit is None:
-                continue
-            docs, tf = hit
-            idf = math.log(1 + (self.n - len(docs) + 0.5) / (len(docs) + 0.5))
-            out[docs] += idf * tf * (self.k1 + 1) / (tf + self._norm[docs])
+            if hit is not None:
+                docs, shares = hit
+                out[docs] += shares
         return out

@@ -37,7 +37,17 @@ from sqlalchemy import bindparam, text
 from sqlalchemy.engine import Connection, Engine
 
 from careerwise.knowledge.embeddings import LANGS, LanguageCentering, Vector, detect_lang
-from careerwise.knowledge.index import FusionConfig, Hit, IndexedChunk, SearchResult, fuse, relevance
+from careerwise.knowledge.index import (
+    FusionConfig,
+    Hit,
+    IndexedChunk,
+    SearchResult,
+    domain_mask,
+    domain_masks,
+    fused_top,
+    relevance,
+    stable_top,
+)
 from careerwise.knowledge.lexical import BM25Index
 from careerwise.store import Database
 
@@ -116,6 +126,8 @@ class PgVectorIndex:
         self._ids = np.array([c.id for c in self.chunks], dtype=np.int64)
         self._position = {c.id: n for n, c in enumerate(self.chunks)}
         self._domains = np.array([c.domain for c in self.chunks]) if self.chunks else np.array([], dtype=str)
+        self._domain_masks = domain_masks(self._domains)
+        self._lang_codes = np.array([LANGS.index(lang) for lang in self.langs], dtype=np.intp)
         self._iterative_scan = self._pgvector_version() >= (0, 8)
         self.centroid = np.zeros(VECTOR_DIM, np.float32)
         self.centering: LanguageCentering | None = None
@@ -186,12 +198,17 @@ class PgVectorIndex:
     # --- search ---------------------------------------------------------------------------------
 
     def _tune(self, conn: Connection, depth: int) -> None:
-        """Per transaction: let the HNSW scan return ``depth`` rows, and keep scanning (pgvector >= 0.8)
-        when filters drop rows, so a domain filter does not starve the result."""
+        """Per transaction, in one round trip: let the HNSW scan return ``depth`` rows; keep scanning
+        (pgvector >= 0.8) when filters drop rows, so a domain filter does not starve the result; and
+        take the HNSW index at all. The planner's cost model does not count reading the vectors, which
+        are stored out of line (TOAST), so up to some tens of thousands of rows it prefers a sequential
+        scan and a sort, which reads every vector: 70-90 ms at 10k chunks against 6-12 ms by the index
+        (docs/benchmarks.md)."""
         ef = str(min(max(depth, 40), HNSW_MAX_EF_SEARCH))
-        conn.execute(text("SELECT set_config('hnsw.ef_search', :ef, true)"), {"ef": ef})
+        settings = "set_config('hnsw.ef_search', :ef, true), set_config('enable_seqscan', 'off', true)"
         if self._iterative_scan:
-            conn.execute(text("SELECT set_config('hnsw.iterative_scan', 'strict_order', true)"))
+            settings += ", set_config('hnsw.iterative_scan', 'strict_order', true)"
+        conn.execute(text(f"SELECT {settings}"), {"ef": ef})
 
     def _inner_products(
         self, q: Vector, domains: Sequence[str] | None, depth: int | None, extra_ids: list[int]
@@ -244,8 +261,8 @@ class PgVectorIndex:
             if pos is not None:  # rows ingested after this index was loaded wait for the next load
                 dense[pos] = ip
         if centering is not None:
-            shift = {lang: float(centering.passage_means[lang] @ q) for lang in LANGS}
-            offsets = np.array([shift[lang] for lang in self.langs])
+            shift = np.array([float(centering.passage_means[lang] @ q) for lang in LANGS])
+            offsets = shift[self._lang_codes]
             known = np.isfinite(dense)
             dense[known] = (dense[known] - offsets[known]) / self._norms[known]
         return dense
@@ -266,16 +283,14 @@ class PgVectorIndex:
         if not self.chunks:
             return SearchResult(query=query, hits=[], matched=0)
         lexical = self.bm25.scores(query)
-        mask = np.ones(len(self.chunks), dtype=bool)
-        if domains:
-            mask &= np.isin(self._domains, list(domains))
+        mask = domain_mask(self._domain_masks, len(self.chunks), domains)
         pool = max(candidates, top_k)
         if len(self.chunks) <= self.exact_up_to:
             dense = self.dense_scores(query, qvec, domains=domains)
         else:
             depth = min(max(self.dense_depth, pool), HNSW_MAX_EF_SEARCH)
             lexical_best = np.flatnonzero(mask & (lexical > 0))
-            lexical_best = lexical_best[np.argsort(-lexical[lexical_best], kind="stable")[:depth]]
+            lexical_best = lexical_best[stable_top(-lexical[lexical_best], depth)[:depth]]
             dense = self.dense_scores(
                 query, qvec, domains=domains, depth=depth, extra_ids=self._ids[lexical_best].tolist()
             )
@@ -286,18 +301,18 @@ class PgVectorIndex:
         matched = int(relevant.sum())
         if fusion.gate and matched == 0:
             return SearchResult(query=query, hits=[], matched=0)
-        idx = np.flatnonzero(mask)
+        idx = np.flatnonzero(mask) if domains else np.arange(len(self.chunks))
         if idx.size == 0:
             return SearchResult(query=query, hits=[], matched=0)
-        fused = fuse(dense[idx], lexical[idx], fusion)
-        order = np.argsort(-fused, kind="stable")[:pool]
+        sub = (dense[idx], lexical[idx]) if domains else (dense, lexical)
+        order, fused = fused_top(*sub, fusion, pool)
         hits = [
             Hit(
                 chunk=self.chunks[int(idx[o])],
-                score=float(fused[o]),
+                score=float(f),
                 dense=float(dense[idx[o]]) if np.isfinite(dense[idx[o]]) else 0.0,
                 lexical=float(lexical[idx[o]]),
             )
-            for o in order
+            for o, f in zip(order, fused, strict=True)
         ]
         return SearchResult(query=query, hits=hits, matched=matched)

@@ -1,12 +1,17 @@
-"""The router interface and its first layer. The embedding and LLM layers and the complexity tier
-build on this interface (the routing issue)."""
+"""The router interface, the routing record every turn gets, and the rules-only router."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from careerwise.routing.rules import match_rules
+from careerwise.routing.tier import classify_tier
+
+# Which layer decided: "rules", "embedding", "llm", "llm-fallback" (the LLM failed or answered
+# something unusable: career), "embedding-guess" (no-LLM mode: the message would have gone to the LLM,
+# the best embedding intent was taken instead), "default" (RulesRouter: no rule matched).
+LAYERS = ("rules", "embedding", "llm", "llm-fallback", "embedding-guess", "default")
 
 
 @dataclass(frozen=True)
@@ -16,6 +21,39 @@ class RouteDecision:
     layer: str
     rule_id: str | None = None
     reasons: list[str] = field(default_factory=list)
+    # layer 2: every intent's score, the best two, the margin between them, the bar the best had to clear
+    scores: dict[str, float] | None = None
+    top: list[tuple[str, float]] | None = None
+    margin: float | None = None
+    threshold: float | None = None
+    required_margin: float | None = None
+    # layer 3
+    llm_intent: str | None = None
+    llm_confidence: float | None = None
+    # why the LLM's answer was not used: llm_invalid_json / llm_error / llm_timeout
+    fallback: str | None = None
+    tier_reasons: list[str] = field(default_factory=list)
+    duration_ms: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain JSON (the CLI's ``--json``, traces); ``top`` as [[intent, score], ...]."""
+        return {
+            "intent": self.intent,
+            "tier": self.tier,
+            "layer": self.layer,
+            "rule_id": self.rule_id,
+            "reasons": list(self.reasons),
+            "scores": dict(self.scores) if self.scores is not None else None,
+            "top": [[name, score] for name, score in self.top] if self.top is not None else None,
+            "margin": self.margin,
+            "threshold": self.threshold,
+            "required_margin": self.required_margin,
+            "llm_intent": self.llm_intent,
+            "llm_confidence": self.llm_confidence,
+            "fallback": self.fallback,
+            "tier_reasons": list(self.tier_reasons),
+            "duration_ms": self.duration_ms,
+        }
 
 
 class Router(Protocol):
@@ -23,8 +61,8 @@ class Router(Protocol):
 
 
 class RulesRouter:
-    """Rules only: a rule decides greeting / resume / booking; everything else is a career question
-    answered by the streamed tool-use flow (tier 'simple')."""
+    """Rules only (no model at all): a rule decides greeting / resume / booking; everything else is a
+    career question with its tier."""
 
     async def route(self, message: str) -> RouteDecision:
         rule = match_rules(message)
@@ -36,9 +74,11 @@ class RulesRouter:
                 rule_id=rule.id,
                 reasons=[f"rule {rule.id} matched"],
             )
+        tier = classify_tier(message)
         return RouteDecision(
             intent="career",
-            tier="simple",
+            tier=tier.tier,
             layer="default",
-            reasons=["no rule matched: career; the tier classifier is not enabled yet"],
+            reasons=["no rule matched: career", *tier.reasons],
+            tier_reasons=tier.reasons,
         )

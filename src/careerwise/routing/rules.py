@@ -1,9 +1,19 @@
-"""Layer 1: free, deterministic rules, each with an id, in Traditional Chinese and English."""
+"""Layer 1: free, deterministic rules, each with an id, in Traditional Chinese and English.
+
+The first rule that matches decides. Order is the mixed-intent policy: an explicit booking request wins
+over a resume request, which wins over a career question; a greeting rule only matches a message that
+is *nothing but* small talk (「你好，我想問怎麼談薪水」 is a career question). Every rule carries the
+examples it must match; the tests run them, and docs/routing.md lists the ids.
+
+Rules are precise, not complete: what they miss goes to the embedding layer.
+"""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+
+from careerwise.routing._text import normalise, units
 
 
 @dataclass(frozen=True)
@@ -11,50 +21,253 @@ class Rule:
     id: str
     intent: str
     pattern: re.Pattern[str]
-    max_chars: int | None = None  # only short messages (a greeting inside a long question is not one)
+    description: str
+    examples: tuple[str, ...]
+    max_units: int | None = None  # only short messages (a greeting inside a long question is not one)
+    min_chars: int | None = None  # only long messages (a pasted resume)
+    exclude: re.Pattern[str] | None = None  # a match here vetoes the rule
+
+    def applies(self, text: str) -> bool:
+        if self.max_units is not None and units(text) > self.max_units:
+            return False
+        if self.min_chars is not None and len(text) < self.min_chars:
+            return False
+        if self.exclude is not None and self.exclude.search(text):
+            return False
+        return self.pattern.search(text) is not None
 
 
 def _r(p: str) -> re.Pattern[str]:
-    return re.compile(p, re.I)
+    return re.compile(p, re.I | re.S)
 
+
+# --- small talk: a message made only of these tokens (and fillers) is a greeting ----------------------
+
+_SEP = r"[\s,.!?~:;、。…)(\-]*"
+_FILLER = (
+    r"summer|老師|你|妳|您|啦|喔|哦|囉|呀|啊|耶|唷|嘿|嗎|der|so much|a lot|again|there|all|everyone|"
+    r"for (?:the|your) (?:advice|help|time|reply)|for helping|:\)|:d|\^\^|[🙂😊😀😄🙏👍❤️]"
+)
+_HELLO = (
+    r"你好|您好|妳好|哈囉|哈摟|哈嘍|嗨+|安安|早安|午安|早|hi+|hello+|helo|hey+|hiya|yo|howdy|sup|"
+    r"what'?s up|wassup|good (?:morning|afternoon|evening)|morning"
+)
+_HOW = (
+    r"(?:你|妳)?(?:最近|今天)?(?:還)?好嗎|(?:你|妳)?在嗎|有人在嗎|過得(?:好|如何)嗎?|how are (?:you|u)|how'?re you|hru|"
+    r"how'?s it going|how'?s your day|anyone (?:here|there)|hope (?:you'?re|you are) (?:well|good|doing well)|"
+    r"(?:初次見面|第一次(?:來|用)(?:這裡|這個)?)|(?:請|還請)?多多?指教|(?:很)?高興認識(?:你|妳)|nice to meet (?:you|u)|"
+    r"(?:今天)?(?:跟你|跟妳|和你|和妳)?聊(?:得|的)(?:很)?(?:開心|愉快)"
+)
+_THANKS = r"謝謝|謝啦|謝了|感謝|多謝|感恩|3q|thx|thanks|thank (?:you|u)|ty|tks|many thanks|cheers"
+_BYE = (
+    r"掰掰|掰|拜拜|bye+|bye ?bye|goodbye|再見|881|下次見|先這樣|see (?:you|ya)|later|good ?night|晚安|"
+    r"have a (?:nice|good|great) (?:day|night|weekend)"
+)
+_ACK = r"ok(?:ay)?|k|好的|好喔|好哦|好|收到|了解|瞭解|知道了|懂了|明白了?|讚|cool|nice|great|got it|noted|sure|哈+|(?:ha)+|lol"
+_ABOUT = (
+    r"(?:你|妳)(?:是誰|哪位|叫什麼名字?|是(?:ai|機器人|真人|chatgpt|gpt)嗎?|(?:能|可以|會)(?:幫我)?(?:做)?(?:什麼|啥|哪些事))|"
+    r"who are (?:you|u)|what are you|what can (?:you|u) do|what do you do|are (?:you|u) (?:a )?(?:bot|robot|human|real|ai|chatgpt)"
+)
+_ANY = f"{_HELLO}|{_HOW}|{_THANKS}|{_BYE}|{_ACK}|{_ABOUT}|{_FILLER}"
+
+
+def _smalltalk(first: str) -> re.Pattern[str]:
+    """The whole message: optional fillers, a token of kind ``first``, then any small-talk tokens."""
+    tail = f"(?:{_SEP}(?:{_ANY})(?![a-z]))*"
+    return _r(f"^(?:(?:欸+|誒|{_FILLER}){_SEP})*(?:{first})(?![a-z]){tail}{_SEP}$")
+
+
+# --- documents and request verbs --------------------------------------------------------------------
+
+_DOC_ZH = r"履歷|履力|履厲|簡歷|cv|resume|自傳|求職信|cover ?letter"
+_DOC_EN = r"resume|résumé|resme|resum|cv|cover letter"
 
 RULES: tuple[Rule, ...] = (
+    # booking first: an explicit request to book is an action, whatever else the message asks
     Rule(
-        "greet.zh",
-        "greeting",
-        _r(
-            r"^\s*(你好|您好|哈囉|嗨|安安|早安|午安|晚安|hello|hi|hey)[\s!！~～。.,，呀啊]*(summer)?[\s!！~～。.]*$"
-        ),
-        20,
-    ),
-    Rule(
-        "thanks.zh",
-        "greeting",
-        _r(r"^\s*(謝謝|感謝|多謝|3q|thx|thanks|thank you)[\s\w!！~～。.,，你妳您啦喔囉summer]*$"),
-        24,
-    ),
-    Rule(
-        "resume.review",
-        "resume",
-        _r(
-            r"(履歷健檢|幫我(看|改|檢查)(一下)?(我的)?履歷|履歷(可以)?幫我看|review (my )?(resume|cv)|check my (resume|cv))"
-        ),
-    ),
-    Rule(
-        "booking.request",
+        "booking.zh.reserve",
         "booking",
         _r(
-            r"(預約(諮詢|時段|一對一)|我想預約|約(一個)?諮詢|book (a )?(session|consultation|call)|schedule (a )?(session|consultation|call))"
+            r"預[約越]|(?:^|我|想|要|以|能|麼|何|跟妳|跟你|和妳|和你)約(?:個|一個|一下)?(?:時間|諮詢|一對一|1對1|面談)"
+            r"|可以約(?:嗎|\?)|(?:做|約|報名|安排)(?:一下)?(?:下週的)?(?:職涯)?(?:諮詢|一對一|1對1)"
         ),
+        "asks to book a consultation (預約, 約一對一, 報名諮詢)",
+        ("我想預約諮詢", "想約一對一", "可以預越嗎", "下週三下午可以約嗎", "欸想約諮詢 怎麼弄"),
+    ),
+    Rule(
+        "booking.zh.change",
+        "booking",
+        _r(r"取消(?:我的)?(?:預約|諮詢)|改期|改時間|換時段|(?:諮詢|預約).{0,8}(?:延後|改期|改時間|取消)"),
+        "changes or cancels a booking",
+        ("取消我的諮詢", "可以改期嗎", "明天的諮詢可以延後嗎"),
+        exclude=_r(r"面試"),
+    ),
+    Rule(
+        "booking.zh.price",
+        "booking",
+        _r(
+            r"(?:諮詢|一對一|1對1|面談|服務)(?:的)?(?:費用|收費|價格|價錢|多少錢|怎麼收費|怎麼算)"
+            r"|(?:費用|收費|價格|價錢).{0,4}(?:諮詢|一對一)"
+        ),
+        "asks what a consultation costs",
+        ("諮詢費用多少", "一對一諮詢怎麼收費？"),
+    ),
+    Rule(
+        "booking.zh.payment",
+        "booking",
+        _r(r"付款|刷卡|退費|學生優惠|轉帳"),
+        "asks about paying for a session (short messages only)",
+        ("付款可以刷卡嗎", "有學生優惠嗎"),
+        max_units=20,
+    ),
+    Rule(
+        "booking.zh.slot",
+        "booking",
+        _r(
+            r"(?:summer|妳|你|老師)\s*(?:這週|下週|週末|明天|今天|哪天|什麼時候|何時)?(?:有空|有時間)"
+            r"|(?:還有|有沒有|有)(?:週末|平日|晚上|下週|這週)?的?(?:時段|名額|空檔|空位)"
+        ),
+        "asks when Summer is free",
+        ("Summer 這週有空嗎", "還有週末的時段嗎"),
+    ),
+    Rule(
+        "booking.en.reserve",
+        "booking",
+        _r(
+            r"\b(?:book|schedule|reserve|arrange|set up|sign up for)\b.{0,30}\b(?:sessions?|consultations?|"
+            r"coaching|appointments?|1[-: ]?on[-: ]?1|one[- ]on[- ]one|1:1|slots?|mock interviews?)\b"
+            r"|\b(?:book|schedule)\b.{0,15}\b(?:call|meeting|time|chat)\b.{0,10}\bwith (?:you|summer)\b"
+            r"|\bbook (?:a|an) (?:call|session)\b"
+        ),
+        "asks to book a session",
+        ("book a session", "I want to book a consultation", "how do I book a call with you"),
+    ),
+    Rule(
+        "booking.en.change",
+        "booking",
+        _r(
+            r"\b(?:reschedule|re-schedule|cancel|move|postpone)\b.{0,25}\b(?:booking|appointment|session|"
+            r"consultation|slot)s?\b|\b(?:booked|reserved) (?:a|my) (?:slot|session)\b"
+        ),
+        "changes or cancels a booking",
+        ("can I reschedule my appointment to friday", "cancel my booking please"),
+    ),
+    Rule(
+        "booking.en.price",
+        "booking",
+        _r(
+            r"\b(?:how much|price|pricing|prices|cost|costs|fee|fees|rates?|charge)\b.{0,30}\b(?:sessions?|"
+            r"consultations?|coaching|appointments?|1[-:]on[-:]1)\b|\b(?:session|consultation|coaching)s?\b"
+            r".{0,20}\b(?:cost|price|fee)s?\b|\brefund policy\b"
+        ),
+        "asks what a session costs",
+        ("how much is a session?", "how much do you charge for career coaching"),
+    ),
+    Rule(
+        "booking.en.availability",
+        "booking",
+        _r(
+            r"\b(?:are you|is summer) (?:free|available)\b|\byour (?:availability|calendar)\b"
+            r"|\b(?:available|open) (?:slots?|times?|sessions?)\b|\bwhat times are (?:available|open)\b"
+        ),
+        "asks when Summer is free",
+        ("are you free next tuesday?", "what times are available this week"),
+    ),
+    # resume: the user wants *their* document reviewed or written (general resume advice is career)
+    Rule(
+        "resume.zh.review",
+        "resume",
+        _r(
+            rf"(?:幫|請|麻煩|能|可以|可不可以|想請).{{0,10}}(?:{_DOC_ZH})"
+            rf"|(?:{_DOC_ZH}).{{0,12}}(?:幫我|幫忙|給你|給妳|健檢|review|check|看一下|給(?:點|些)?(?:意見|建議))"
+        ),
+        "asks Summer to review, rewrite or write their resume, CV, 自傳 or cover letter",
+        ("幫我看履歷", "履歷健檢", "履力幫我看一下", "我的 CV 可以幫我 review 嗎", "請幫我潤一下求職信"),
+    ),
+    Rule(
+        "resume.zh.pasted",
+        "resume",
+        _r(rf"(?:以下是|這是|附上|貼上|這份是)(?:我的)?(?:{_DOC_ZH})|(?:{_DOC_ZH})\s*(?:如下|:)"),
+        "introduces a pasted resume or 自傳",
+        ("這是我的履歷，請給我意見", "以下是我的履歷：\n【學歷】政治大學", "我的自傳：我是一個積極的人"),
+    ),
+    Rule(
+        "resume.en.review",
+        "resume",
+        _r(
+            rf"\b(?:review|check|look (?:at|over)|critique|proofread|improve|rewrite|edit|polish|roast|rate|fix|"
+            rf"tailor|shorten|feedback on|go over|tear apart|make|paste|send|share|upload)\b.{{0,25}}"
+            rf"\b(?:my|this|the)\b.{{0,15}}\b(?:{_DOC_EN})\b"
+            rf"|\b(?:{_DOC_EN})\b.{{0,3}}\b(?:review|check|feedback|critique)\b"
+            rf"|\b(?:my|this) (?:{_DOC_EN})\b.{{0,40}}\b(?:rewrite|review|fix|improve|check|look at)\b"
+            rf"|\bis my (?:{_DOC_EN}) (?:ok|okay|good|fine|any good)\b"
+            rf"|\b(?:here is|here's|attached is|below is|i pasted)\b.{{0,10}}\b(?:my|the)\b.{{0,5}}\b(?:{_DOC_EN})\b"
+        ),
+        "asks Summer to review or rewrite their resume, CV or cover letter",
+        ("review my resume", "resme review pls", "roast my resume lol", "is my resume ok?"),
+    ),
+    Rule(
+        "resume.pasted",
+        "resume",
+        _r(
+            r"^(?=.*(?:學歷|教育背景|education))(?=.*(?:經歷|經驗|experience))"
+            r"(?=.*(?:技能|自傳|證照|skills|projects|certifications))"
+        ),
+        "a long message with a resume's sections (education, experience, skills)",
+        (
+            "王小明\n學歷\n台北大學 2016-2020\n工作經歷\nABC 科技 行銷專員 2020-至今，負責社群經營與每月電子報，"
+            "粉專追蹤數一年成長 40%，並規劃三場線下活動與兩次品牌聯名企劃。\n專業技能\nGoogle Analytics、Canva",
+        ),
+        min_chars=120,
+    ),
+    # greeting: only a message that is nothing but small talk
+    Rule(
+        "greet.hello",
+        "greeting",
+        _smalltalk(f"{_HELLO}|{_HOW}"),
+        "a greeting and nothing else",
+        ("你好", "嗨", "早安 Summer", "Hi Summer :)", "你好，最近好嗎？", "hey hey what's up"),
+        max_units=14,
+    ),
+    Rule(
+        "greet.thanks",
+        "greeting",
+        _smalltalk(_THANKS),
+        "thanks and nothing else",
+        ("謝謝妳！", "3Q", "thx!!", "thank you so much", "謝啦 先這樣"),
+        max_units=14,
+    ),
+    Rule(
+        "greet.bye",
+        "greeting",
+        _smalltalk(_BYE),
+        "a goodbye and nothing else",
+        ("掰掰", "bye~", "晚安囉"),
+        max_units=14,
+    ),
+    Rule(
+        "greet.ack",
+        "greeting",
+        _smalltalk(_ACK),
+        "an acknowledgement (ok, 收到, 了解) and nothing else",
+        ("好的", "收到", "ok", "了解了解", "哈哈哈 好喔"),
+        max_units=10,
+    ),
+    Rule(
+        "greet.about",
+        "greeting",
+        _smalltalk(_ABOUT),
+        "asks who Summer is or what she can do",
+        ("你是誰？", "who are you", "你能做什麼", "妳是機器人嗎"),
+        max_units=14,
     ),
 )
 
 
 def match_rules(message: str) -> Rule | None:
-    text = message.strip()
+    """The first rule that applies to the normalised message, or None."""
+    text = normalise(message)
     for rule in RULES:
-        if rule.max_chars is not None and len(text) > rule.max_chars:
-            continue
-        if rule.pattern.search(text):
+        if rule.applies(text):
             return rule
     return None

@@ -2,6 +2,7 @@
 
 from careerwise.store.db import Database
 from careerwise.store.models import (
+    ApiKey,
     Assistant,
     AssistantSetting,
     Base,
@@ -9,6 +10,8 @@ from careerwise.store.models import (
     Conversation,
     Document,
     KnowledgeMeta,
+    LineEventRecord,
+    LineUser,
     Message,
     SettingsAudit,
     ToolCallRecord,
@@ -17,6 +20,7 @@ from careerwise.store.models import (
 )
 
 __all__ = [
+    "ApiKey",
     "Assistant",
     "AssistantSetting",
     "Base",
@@ -25,6 +29,8 @@ __all__ = [
     "Database",
     "Document",
     "KnowledgeMeta",
+    "LineEventRecord",
+    "LineUser",
     "Message",
     "SettingsAudit",
     "ToolCallRecord",

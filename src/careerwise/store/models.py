@@ -161,3 +161,47 @@ class SettingsAudit(Base):
     new_value: Mapped[Any] = mapped_column(JSON, nullable=True)
     changed_by: Mapped[str] = mapped_column(String(120), default="")
     changed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class LineEventRecord(Base):
+    """One LINE webhook event, stored once by its ``webhookEventId``: a redelivery finds it here and is
+    not answered a second time."""
+
+    __tablename__ = "line_events"
+    __table_args__ = (UniqueConstraint("webhook_event_id", name="uq_line_events_webhook_event_id"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    webhook_event_id: Mapped[str] = mapped_column(String(64))
+    event_type: Mapped[str] = mapped_column(String(40))
+    chat_key: Mapped[str | None] = mapped_column(String(80), index=True, default=None)
+    redelivery: Mapped[bool] = mapped_column(default=False)
+    # received -> answered / failed / ignored
+    status: Mapped[str] = mapped_column(String(16), default="received")
+    delivery: Mapped[str | None] = mapped_column(String(16), default=None)  # reply / push
+    trace_id: Mapped[str | None] = mapped_column(String(32), default=None)
+    error: Mapped[str | None] = mapped_column(Text, default=None)
+    received_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    processed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), default=None)
+
+
+class LineUser(Base):
+    """A LINE chat (a user, or a group or room) and the conversation its history lives in."""
+
+    __tablename__ = "line_users"
+    line_user_id: Mapped[str] = mapped_column(String(80), primary_key=True)
+    conversation_id: Mapped[str] = mapped_column(ForeignKey("conversations.id", ondelete="CASCADE"))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class ApiKey(Base):
+    """A key for the OpenAI-compatible endpoint. Only the SHA-256 of the token is stored."""
+
+    __tablename__ = "api_keys"
+    __table_args__ = (UniqueConstraint("key_hash", name="uq_api_keys_key_hash"),)
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    name: Mapped[str] = mapped_column(String(120), default="")
+    prefix: Mapped[str] = mapped_column(String(16))
+    key_hash: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), default=None)
+    last_used_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), default=None)

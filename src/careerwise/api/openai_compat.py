@@ -1,0 +1,369 @@
+"""An OpenAI-compatible face: ``POST /v1/chat/completions`` (streaming or not) and ``GET /v1/models``.
+
+Summer is one model, ``summer``. Any OpenAI client can talk to her with a key that an admin issued
+(``careerwise apikeys create``). What the request carries and what comes back (docs/channels.md):
+
+- the last ``user`` message is the question; earlier ``user``/``assistant`` messages are the history;
+  ``system``/``developer`` messages are ignored (the persona is Summer's), and so are ``tools``;
+- the content is the answer (Markdown), then a report if the turn made one, then the knowledge-base
+  sources as a short list (``參考資料：`` / ``Sources:``);
+- an extra top-level field ``careerwise`` carries the structure: trace id, route, sources, the tool
+  calls (name and effective arguments only), report, degraded notices, error. When streaming, the
+  deltas are ``chat.completion.chunk`` objects and the final chunk carries ``careerwise``;
+- nothing internal leaks: no system prompt, no passage text, no tool messages.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from careerwise import prompts
+from careerwise.api.chat import MAX_CHARS, FullReply, collect
+from careerwise.api.deps import ServicesDep
+from careerwise.channels.apikeys import authenticate
+from careerwise.channels.text import report_text, sources_block, sources_of
+from careerwise.engine import HistoryItem, TurnRequest
+from careerwise.errors import UserInputError
+from careerwise.events import DeltaEvent, Event
+from careerwise.store import ApiKey
+
+router = APIRouter(tags=["openai-compatible"])
+
+MODEL_ID = "summer"
+MODEL_CREATED = 1764547200  # 2025-12-01, when Summer became a model here
+MAX_MESSAGES = 400
+
+
+# --------------------------------------------------------------------------- errors in OpenAI's shape
+
+
+def openai_error(
+    status: int,
+    message: str,
+    *,
+    type_: str = "invalid_request_error",
+    code: str | None = None,
+    param: str | None = None,
+    extra: dict[str, Any] | None = None,
+    headers: dict[str, str] | None = None,
+) -> JSONResponse:
+    body: dict[str, Any] = {"error": {"message": message, "type": type_, "param": param, "code": code}}
+    if extra:
+        body.update(extra)
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+async def _authorize(request: Request, services: ServicesDep) -> ApiKey | JSONResponse:
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    token = token.strip()
+    challenge = {"WWW-Authenticate": "Bearer"}
+    if scheme.lower() != "bearer" or not token:
+        return openai_error(
+            401,
+            "You didn't provide an API key. Send it as 'Authorization: Bearer cw_...'; "
+            "an admin issues keys with 'careerwise apikeys create'.",
+            code="missing_api_key",
+            headers=challenge,
+        )
+    key = await authenticate(services.db, token)
+    if key is None:
+        return openai_error(
+            401, "Incorrect or revoked API key provided.", code="invalid_api_key", headers=challenge
+        )
+    return key
+
+
+# --------------------------------------------------------------------------- models
+
+
+def _model_card() -> dict[str, Any]:
+    return {"id": MODEL_ID, "object": "model", "created": MODEL_CREATED, "owned_by": "careerwise"}
+
+
+@router.get("/v1/models")
+async def list_models(request: Request, services: ServicesDep) -> JSONResponse:
+    key = await _authorize(request, services)
+    if isinstance(key, JSONResponse):
+        return key
+    return JSONResponse({"object": "list", "data": [_model_card()]})
+
+
+@router.get("/v1/models/{model}")
+async def get_model(model: str, request: Request, services: ServicesDep) -> JSONResponse:
+    key = await _authorize(request, services)
+    if isinstance(key, JSONResponse):
+        return key
+    if model != MODEL_ID:
+        return _no_such_model(model)
+    return JSONResponse(_model_card())
+
+
+def _no_such_model(model: str) -> JSONResponse:
+    return openai_error(
+        404,
+        f"The model '{model}' does not exist. This server has one model: '{MODEL_ID}'.",
+        code="model_not_found",
+        param="model",
+    )
+
+
+# --------------------------------------------------------------------------- the request
+
+
+class _Open(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class ContentPart(_Open):
+    type: str
+    text: str | None = None
+
+
+class ChatMessageIn(_Open):
+    role: str
+    content: str | list[ContentPart] | None = None
+
+
+class StreamOptions(_Open):
+    include_usage: bool = False
+
+
+class ChatCompletionIn(_Open):
+    model: str
+    messages: list[ChatMessageIn] = Field(min_length=1, max_length=MAX_MESSAGES)
+    stream: bool | None = False
+    stream_options: StreamOptions | None = None
+    n: int | None = None
+
+
+def _text(content: str | list[ContentPart] | None) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    return "\n".join(p.text for p in content if p.type == "text" and p.text)
+
+
+# what this endpoint appends to an answer; stripped when a client sends the answer back as history
+_SOURCES_TAIL = re.compile(r"\n*(?:參考資料：|Sources:)\n(?:- [^\n]*(?:\n|$))+\s*$")
+
+
+def _turn(body: ChatCompletionIn, key: ApiKey) -> TurnRequest | JSONResponse:
+    users = [i for i, m in enumerate(body.messages) if m.role == "user"]
+    if not users:
+        return openai_error(400, "messages must contain at least one 'user' message.", param="messages")
+    last = users[-1]
+    question = _text(body.messages[last].content)
+    history: list[HistoryItem] = []
+    for m in body.messages[:last]:
+        if m.role not in ("user", "assistant"):
+            continue  # system / developer / tool messages: the persona and the tools are Summer's own
+        content = _text(m.content)
+        if m.role == "assistant":
+            content = _SOURCES_TAIL.sub("", content)
+        if content.strip():
+            history.append(HistoryItem(m.role, content[: MAX_CHARS * 4]))
+    return TurnRequest(message=question, history=history, channel="openai", user_id=f"apikey:{key.id}")
+
+
+def _validation_message(exc: ValidationError) -> tuple[str, str | None]:
+    err = exc.errors(include_input=False)[0]
+    loc = ".".join(str(p) for p in err.get("loc", ()))
+    return f"{loc or 'body'}: {err.get('msg')}", (loc or None)
+
+
+# --------------------------------------------------------------------------- the answer
+
+
+def careerwise_field(reply: FullReply) -> dict[str, Any]:
+    """The structure behind the text: what an OpenAI client can read beside ``choices``."""
+    return {
+        "trace_id": reply.trace_id,
+        "conversation_id": reply.conversation_id,
+        "status": reply.status,
+        "path": reply.path,
+        "route": reply.route,
+        "sources": sources_of(reply),
+        "tool_calls": [
+            {
+                "name": call.get("name"),
+                "arguments": call.get("effective_arguments"),
+                "ok": next(
+                    (r.get("ok") for r in reply.tool_results if r.get("call_id") == call.get("call_id")), None
+                ),
+                "returned": next(
+                    (
+                        r.get("returned")
+                        for r in reply.tool_results
+                        if r.get("call_id") == call.get("call_id")
+                    ),
+                    None,
+                ),
+            }
+            for call in reply.tool_calls
+        ],
+        "report": reply.report,
+        "degraded": [{"reason": d.get("reason"), "message": d.get("message")} for d in reply.degraded],
+        "error": reply.error,
+    }
+
+
+def _tail(reply: FullReply, zh: bool) -> str:
+    """What follows the streamed answer: a report, then the sources."""
+    parts: list[str] = []
+    if reply.report:
+        parts.append(report_text(reply.report, zh, markdown=True))
+    sources = sources_of(reply)
+    if sources:
+        parts.append(sources_block(sources, zh, markdown=True))
+    return "\n\n".join(parts)
+
+
+def _usage(reply: FullReply) -> dict[str, int]:
+    prompt = int(reply.usage.get("prompt_tokens", 0))
+    completion = int(reply.usage.get("completion_tokens", 0))
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+
+
+def _failure(reply: FullReply, extra: dict[str, Any]) -> dict[str, Any]:
+    err = reply.error or {}
+    return {
+        "error": {
+            "message": err.get("message") or "Summer could not answer.",
+            "type": "api_error",
+            "param": None,
+            "code": err.get("code") or "internal_error",
+        },
+        "careerwise": extra,
+    }
+
+
+def _sse(obj: dict[str, Any]) -> bytes:
+    return b"data: " + json.dumps(obj, ensure_ascii=False).encode("utf-8") + b"\n\n"
+
+
+@router.post(
+    "/v1/chat/completions",
+    responses={200: {"content": {"application/json": {}, "text/event-stream": {}}}},
+    response_model=None,
+)
+async def chat_completions(request: Request, services: ServicesDep) -> Response:
+    key = await _authorize(request, services)
+    if isinstance(key, JSONResponse):
+        return key
+    try:
+        body = ChatCompletionIn.model_validate(json.loads(await request.body()))
+    except (ValueError, RecursionError) as exc:
+        if isinstance(exc, ValidationError):
+            message, param = _validation_message(exc)
+            return openai_error(400, message, param=param)
+        return openai_error(400, "We could not parse the JSON body of your request.")
+    if body.model != MODEL_ID:
+        return _no_such_model(body.model)
+    if body.n not in (None, 1):
+        return openai_error(400, "Only n=1 is supported.", param="n")
+    turn = _turn(body, key)
+    if isinstance(turn, JSONResponse):
+        return turn
+    gen = services.engine.run(turn)
+    try:
+        first = await gen.__anext__()  # after validation and storage: input errors are a 400 here
+    except UserInputError as exc:
+        return openai_error(400, str(exc), param="messages", code=exc.code)
+    zh = prompts.is_chinese(turn.message)
+    completion_id = f"chatcmpl-{uuid.uuid4().hex}"
+    created = int(time.time())
+
+    if not body.stream:
+        events: list[Event] = [first]
+        async for e in gen:
+            events.append(e)
+        reply = collect(events)
+        extra = careerwise_field(reply)
+        if reply.status == "error":
+            return JSONResponse(_failure(reply, extra), status_code=502)
+        content = "\n\n".join(p for p in (reply.answer.strip(), _tail(reply, zh)) if p)
+        return JSONResponse(
+            {
+                "id": completion_id,
+                "object": "chat.completion",
+                "created": created,
+                "model": MODEL_ID,
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": content, "refusal": None},
+                        "logprobs": None,
+                        "finish_reason": "stop",
+                    }
+                ],
+                "usage": _usage(reply),
+                "careerwise": extra,
+            }
+        )
+
+    include_usage = bool(body.stream_options and body.stream_options.include_usage)
+
+    def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> bytes:
+        return _sse(
+            {
+                "id": completion_id,
+                "object": "chat.completion.chunk",
+                "created": created,
+                "model": MODEL_ID,
+                "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
+                **extra,
+            }
+        )
+
+    async def stream() -> AsyncIterator[bytes]:
+        yield chunk({"role": "assistant", "content": ""})
+        events: list[Event] = []
+        shown = False
+
+        async def all_events() -> AsyncIterator[Event]:
+            yield first
+            async for e in gen:
+                yield e
+
+        async for e in all_events():
+            events.append(e)
+            if isinstance(e, DeltaEvent) and e.text:
+                shown = True
+                yield chunk({"content": e.text})
+        reply = collect(events)
+        extra = careerwise_field(reply)
+        if reply.status == "error":
+            yield _sse(_failure(reply, extra))
+            return
+        tail = _tail(reply, zh)
+        if tail:
+            yield chunk({"content": ("\n\n" if shown else "") + tail})
+        yield chunk({}, "stop", careerwise=extra)
+        if include_usage:
+            yield _sse(
+                {
+                    "id": completion_id,
+                    "object": "chat.completion.chunk",
+                    "created": created,
+                    "model": MODEL_ID,
+                    "choices": [],
+                    "usage": _usage(reply),
+                }
+            )
+        yield b"data: [DONE]\n\n"
+
+    return StreamingResponse(
+        stream(),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )

@@ -1,0 +1,472 @@
+"""The LINE bot: signed webhooks in, the same engine, answers out through the Messaging API.
+
+The order of work for one webhook request:
+
+1. the signature (base64 HMAC-SHA256 of the raw body with the channel secret) is checked before anything
+   is parsed; a request without a valid one is refused and leaves no trace;
+2. each event is stored once by its ``webhookEventId`` (a unique constraint): a redelivery of an event
+   that was stored already is dropped, so it is never answered twice;
+3. the HTTP answer (200) goes back at once; text messages are queued per LINE chat and answered in the
+   background, one turn at a time per chat, in the order they arrived;
+4. a turn runs through the engine with the chat's conversation (history carries over); if it is slow the
+   chat shows LINE's loading animation; the answer is sent with the reply token, or pushed (with an
+   ``X-Line-Retry-Key``) when the token can no longer be used.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import hmac
+import json
+import logging
+import uuid
+from collections import deque
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Annotated, Literal
+
+import aiohttp
+from linebot.v3.messaging import (
+    AsyncApiClient,
+    AsyncMessagingApi,
+    Configuration,
+    PushMessageRequest,
+    ReplyMessageRequest,
+    ShowLoadingAnimationRequest,
+    TextMessage,
+)
+from linebot.v3.messaging.exceptions import ApiException
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+from sqlalchemy import select, update
+from sqlalchemy.exc import IntegrityError
+
+from careerwise import prompts
+from careerwise.api.chat import FullReply, collect
+from careerwise.channels.text import reply_plain_text, split_messages
+from careerwise.engine import Engine, TurnRequest
+from careerwise.errors import ConversationBusyError, NotFoundError, UserInputError
+from careerwise.events import Event
+from careerwise.store import Database, LineEventRecord, LineUser
+
+log = logging.getLogger(__name__)
+
+SIGNATURE_HEADER = "X-Line-Signature"
+TEXT_LIMIT = 5000  # characters (UTF-16 units) in one text message
+MESSAGES_PER_REPLY = 5
+
+NOT_TEXT = "我目前只看得懂文字訊息，請用文字告訴我你的問題。\n(I can only read text messages for now.)"
+TOO_LONG = (
+    "這則訊息太長了（上限 {limit} 字），請精簡或分段傳送。",
+    "That message is too long (the limit is {limit} characters). Please shorten it or split it up.",
+)
+BUSY = (
+    "上一個問題還在回覆中，請稍等一下再傳。",
+    "I'm still answering your previous message; please wait a moment.",
+)
+OVERFLOW = ("（內容太長，其餘已省略）", "(The rest was too long for LINE and was left out.)")
+
+
+# --------------------------------------------------------------------------- signatures
+
+
+def signature(secret: str, body: bytes) -> str:
+    """The ``X-Line-Signature`` LINE sends with ``body``: base64 of its HMAC-SHA256 under the secret."""
+    digest = hmac.new(secret.encode("utf-8"), body, hashlib.sha256).digest()
+    return base64.b64encode(digest).decode("ascii")
+
+
+def verify_signature(secret: str, body: bytes, header: str | None) -> bool:
+    """Constant-time check of a request's signature header against the raw body."""
+    if not header:
+        return False
+    expected = signature(secret, body).encode("ascii")
+    try:
+        given = header.encode("latin-1")  # how HTTP header bytes arrive as str; anything else is forged
+    except UnicodeEncodeError:
+        return False
+    return hmac.compare_digest(expected, given)
+
+
+# --------------------------------------------------------------------------- webhook bodies
+
+LineId = Annotated[str, StringConstraints(min_length=1, max_length=59, pattern=r"^[A-Za-z0-9_-]+$")]
+
+
+class _Lenient(BaseModel):
+    """LINE's own (camelCase) field names; unknown fields are ignored, as LINE adds new ones."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+
+class WebhookSource(_Lenient):
+    type: str
+    userId: LineId | None = None
+    groupId: LineId | None = None
+    roomId: LineId | None = None
+
+    @property
+    def chat_key(self) -> str | None:
+        """The chat a message belongs to, and where a push goes: the user, or the group or room."""
+        match self.type:
+            case "user":
+                return self.userId
+            case "group":
+                return self.groupId
+            case "room":
+                return self.roomId
+        return None
+
+
+class WebhookMessage(_Lenient):
+    type: str
+    id: str | None = None
+    text: str | None = None
+
+
+class DeliveryContext(_Lenient):
+    isRedelivery: bool = False
+
+
+class WebhookEvent(_Lenient):
+    type: Annotated[str, StringConstraints(min_length=1, max_length=40)]
+    webhookEventId: Annotated[str, StringConstraints(min_length=1, max_length=64)]
+    mode: str = "active"
+    timestamp: int | None = None
+    replyToken: str | None = None
+    source: WebhookSource | None = None
+    message: WebhookMessage | None = None
+    deliveryContext: DeliveryContext = Field(default_factory=DeliveryContext)
+
+
+class InvalidWebhookError(ValueError):
+    """A signed body that is not a LINE webhook body."""
+
+
+def parse_webhook(body: bytes) -> list[WebhookEvent]:
+    """The events of a (verified) webhook body. Events that do not parse are logged and skipped; a body
+    that is not ``{"events": [...]}`` raises ``InvalidWebhookError``."""
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError) as exc:
+        raise InvalidWebhookError("the body is not valid JSON") from exc
+    if not isinstance(data, dict) or not isinstance(data.get("events"), list):
+        raise InvalidWebhookError("the body has no list of events")
+    events: list[WebhookEvent] = []
+    for raw in data["events"]:
+        try:
+            events.append(WebhookEvent.model_validate(raw))
+        except ValidationError as exc:
+            log.warning("LINE: skipped an event that does not parse: %s", exc.errors(include_input=False))
+    return events
+
+
+# --------------------------------------------------------------------------- the channel
+
+JobKind = Literal["text", "not_text"]
+
+
+@dataclass(frozen=True)
+class _Job:
+    event: WebhookEvent
+    kind: JobKind
+    chat_key: str
+
+
+def _job_for(event: WebhookEvent) -> _Job | None:
+    """What to do with an event: answer a text, say that only text is read, or nothing."""
+    if event.type != "message" or event.mode != "active" or event.message is None or event.source is None:
+        return None
+    key = event.source.chat_key
+    if key is None:
+        return None
+    if event.message.type == "text" and event.message.text and event.message.text.strip():
+        return _Job(event, "text", key)
+    return _Job(event, "not_text", key)
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, ApiException):
+        return f"HTTP {exc.status}: {str(exc.body or exc.reason)[:300]}"
+    return f"{type(exc).__name__}: {exc}"
+
+
+class LinePushError(RuntimeError):
+    pass
+
+
+class LineChannel:
+    """Receives verified webhook events and answers them in background tasks (see the module doc)."""
+
+    def __init__(
+        self,
+        *,
+        engine: Engine,
+        db: Database,
+        channel_secret: str,
+        access_token: str,
+        api_base_url: str = "https://api.line.me",
+        loading_after: float = 1.0,
+        request_timeout: float = 15.0,
+        shutdown_timeout: float | None = None,
+    ) -> None:
+        self.engine = engine
+        self.db = db
+        self._secret = channel_secret
+        self.loading_after = loading_after
+        self.request_timeout = request_timeout
+        self.shutdown_timeout = shutdown_timeout or engine.limits.turn_deadline + 30
+        self._client = AsyncApiClient(Configuration(host=api_base_url.rstrip("/"), access_token=access_token))
+        self.api = AsyncMessagingApi(self._client)
+        self._queues: dict[str, deque[_Job]] = {}
+        self._workers: dict[str, asyncio.Task[None]] = {}
+        self.failures = 0
+
+    # ---- receiving (in the webhook request)
+
+    def verify(self, body: bytes, header: str | None) -> bool:
+        return verify_signature(self._secret, body, header)
+
+    async def receive(self, events: list[WebhookEvent]) -> int:
+        """Store each new event and queue the ones that need an answer. Returns how many were queued;
+        a redelivered event that is stored already is dropped here."""
+        queued = 0
+        for event in events:
+            job = _job_for(event)
+            if not await self._store(event, job):
+                log.info("LINE: event %s was delivered again; not answered twice", event.webhookEventId)
+                continue
+            if job is not None:
+                self._enqueue(job)
+                queued += 1
+        return queued
+
+    async def _store(self, event: WebhookEvent, job: _Job | None) -> bool:
+        record = LineEventRecord(
+            webhook_event_id=event.webhookEventId,
+            event_type=event.type,
+            chat_key=event.source.chat_key if event.source else None,
+            redelivery=event.deliveryContext.isRedelivery,
+            status="received" if job is not None else "ignored",
+            processed_at=None if job is not None else datetime.now(UTC),
+        )
+        try:
+            async with self.db.session() as s, s.begin():
+                s.add(record)
+        except IntegrityError:
+            return False
+        return True
+
+    # ---- one queue per chat: turns of one chat never overlap and keep their order
+
+    def _enqueue(self, job: _Job) -> None:
+        queue = self._queues.setdefault(job.chat_key, deque())
+        queue.append(job)
+        if job.chat_key not in self._workers:
+            task = asyncio.create_task(self._drain(job.chat_key), name=f"line-chat-{job.chat_key[:12]}")
+            self._workers[job.chat_key] = task
+            task.add_done_callback(self._worker_done)
+
+    async def _drain(self, chat_key: str) -> None:
+        queue = self._queues[chat_key]
+        try:
+            while queue:
+                await self._handle(queue.popleft())
+        finally:
+            # no await between the empty check and here: a job queued meanwhile would have found us running
+            self._queues.pop(chat_key, None)
+            self._workers.pop(chat_key, None)
+
+    def _worker_done(self, task: asyncio.Task[None]) -> None:
+        if task.cancelled():
+            log.warning("LINE: %s was cancelled with its queue unanswered", task.get_name())
+            return
+        exc = task.exception()
+        if exc is not None:
+            self.failures += 1
+            log.error("LINE: %s failed: %s", task.get_name(), exc, exc_info=exc)
+
+    @property
+    def busy(self) -> bool:
+        return bool(self._workers)
+
+    async def _handle(self, job: _Job) -> None:
+        event = job.event
+        trace_id: str | None = None
+        try:
+            if job.kind == "text":
+                assert event.message is not None and event.message.text is not None
+                texts, trace_id = await self._answer(job, event.message.text)
+            else:
+                texts = [NOT_TEXT]
+            delivery = await self._deliver(event, job.chat_key, texts)
+        except Exception as exc:
+            self.failures += 1
+            log.exception("LINE: event %s could not be answered", event.webhookEventId)
+            await self._finish(event.webhookEventId, "failed", None, trace_id, _describe(exc)[:2000])
+            return
+        await self._finish(event.webhookEventId, "answered", delivery, trace_id, None)
+
+    async def _finish(
+        self, event_id: str, status: str, delivery: str | None, trace_id: str | None, error: str | None
+    ) -> None:
+        try:
+            async with self.db.session() as s, s.begin():
+                await s.execute(
+                    update(LineEventRecord)
+                    .where(LineEventRecord.webhook_event_id == event_id)
+                    .values(
+                        status=status,
+                        delivery=delivery,
+                        trace_id=trace_id,
+                        error=error,
+                        processed_at=datetime.now(UTC),
+                    )
+                )
+        except Exception:
+            self.failures += 1
+            log.exception("LINE: could not store the outcome of event %s", event_id)
+
+    # ---- a turn
+
+    async def _answer(self, job: _Job, text: str) -> tuple[list[str], str | None]:
+        zh = prompts.is_chinese(text)
+        loading = None
+        if job.event.source is not None and job.event.source.type == "user":
+            loading = asyncio.create_task(self._loading_later(job.chat_key))
+        try:
+            reply = await self._turn(job.chat_key, text, zh)
+        finally:
+            if loading is not None:
+                loading.cancel()
+                await asyncio.wait([loading])
+        if isinstance(reply, str):
+            return [reply], None
+        body = reply_plain_text(reply, zh) or prompts.line("internal_error", zh)
+        overflow = OVERFLOW[0] if zh else OVERFLOW[1]
+        return split_messages(
+            body, limit=TEXT_LIMIT, max_messages=MESSAGES_PER_REPLY, overflow_note=overflow
+        ), (reply.trace_id or None)
+
+    async def _turn(self, chat_key: str, text: str, zh: bool) -> FullReply | str:
+        conversation_id = await self._conversation_of(chat_key)
+        while True:
+            request = TurnRequest(
+                message=text, conversation_id=conversation_id, channel="line", user_id=f"line:{chat_key}"
+            )
+            try:
+                events: list[Event] = [e async for e in self.engine.run(request)]
+            except NotFoundError:
+                if conversation_id is None:
+                    raise
+                log.warning("LINE: the conversation of %s is gone; starting a new one", chat_key)
+                conversation_id = None
+                continue
+            except ConversationBusyError:
+                return BUSY[0] if zh else BUSY[1]
+            except UserInputError:
+                limit = self.engine.limits.max_message_chars
+                return (TOO_LONG[0] if zh else TOO_LONG[1]).format(limit=limit)
+            reply = collect(events)
+            if reply.conversation_id and reply.conversation_id != conversation_id:
+                await self._link(chat_key, reply.conversation_id)
+            return reply
+
+    async def _conversation_of(self, chat_key: str) -> str | None:
+        async with self.db.session() as s:
+            return await s.scalar(select(LineUser.conversation_id).where(LineUser.line_user_id == chat_key))
+
+    async def _link(self, chat_key: str, conversation_id: str) -> None:
+        async with self.db.session() as s, s.begin():
+            row = await s.get(LineUser, chat_key)
+            if row is None:
+                s.add(LineUser(line_user_id=chat_key, conversation_id=conversation_id))
+            else:
+                row.conversation_id = conversation_id
+                row.updated_at = datetime.now(UTC)
+
+    async def _loading_later(self, user_id: str) -> None:
+        """After ``loading_after`` seconds without an answer, show the chat's loading animation."""
+        await asyncio.sleep(self.loading_after)
+        try:
+            await self.api.show_loading_animation(
+                ShowLoadingAnimationRequest(chat_id=user_id, loading_seconds=60),
+                _request_timeout=self.request_timeout,
+            )
+        except (ApiException, aiohttp.ClientError, TimeoutError) as exc:
+            log.warning("LINE: the loading animation could not be shown: %s", _describe(exc))
+
+    # ---- sending
+
+    async def _deliver(self, event: WebhookEvent, chat_key: str, texts: list[str]) -> str:
+        messages = [TextMessage(text=t) for t in texts[:MESSAGES_PER_REPLY]]
+        if event.replyToken:
+            try:
+                await self.api.reply_message(
+                    ReplyMessageRequest(reply_token=event.replyToken, messages=messages),
+                    _request_timeout=self.request_timeout,
+                )
+                return "reply"
+            except (ApiException, aiohttp.ClientError, TimeoutError) as exc:
+                # most often the token expired (a slow turn) or was used: push instead
+                log.warning("LINE: reply failed (%s); pushing the answer instead", _describe(exc))
+        await self._push(chat_key, messages)
+        return "push"
+
+    async def _push(self, to: str, messages: list[TextMessage], attempts: int = 3) -> None:
+        """Push with one retry key for every attempt, so a retried push is delivered at most once."""
+        retry_key = str(uuid.uuid4())
+        last: BaseException | None = None
+        for attempt in range(attempts):
+            try:
+                await self.api.push_message(
+                    PushMessageRequest(to=to, messages=messages),
+                    x_line_retry_key=retry_key,
+                    _request_timeout=self.request_timeout,
+                )
+                return
+            except ApiException as exc:
+                if exc.status == 409:  # LINE accepted this retry key already: the message went out
+                    return
+                if exc.status is not None and exc.status < 500 and exc.status != 429:
+                    raise LinePushError(f"push refused: {_describe(exc)}") from exc
+                last = exc
+            except (aiohttp.ClientError, TimeoutError) as exc:
+                last = exc
+            if attempt + 1 < attempts:
+                await asyncio.sleep(0.5 * 2**attempt)
+        assert last is not None
+        raise LinePushError(f"push failed {attempts} times: {_describe(last)}") from last
+
+    # ---- shutdown
+
+    async def aclose(self) -> None:
+        """Let queued turns finish (up to ``shutdown_timeout``), then close the HTTP client."""
+        try:
+            workers = set(self._workers.values())
+            if workers:
+                log.info("LINE: waiting for %d chat(s) to be answered before stopping", len(workers))
+                _done, pending = await asyncio.wait(workers, timeout=self.shutdown_timeout)
+                for task in pending:
+                    task.cancel()
+                if pending:
+                    log.error("LINE: %d chat(s) still unanswered at shutdown were cancelled", len(pending))
+                    await asyncio.wait(pending)
+        finally:
+            await self._client.close()
+
+
+def channel_problem(secret: str | None, token: str | None) -> str | None:
+    """Why LINE cannot run with these settings, or None when it can."""
+    missing = [
+        name
+        for name, value in (
+            ("CAREERWISE_LINE_CHANNEL_SECRET", secret),
+            ("CAREERWISE_LINE_CHANNEL_ACCESS_TOKEN", token),
+        )
+        if not value
+    ]
+    if missing:
+        return "LINE is not configured: set " + " and ".join(missing)
+    return None

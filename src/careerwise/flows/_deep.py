@@ -1,0 +1,716 @@
+"""Shared parts of the deep answers (the medium chain and the complex parallel flow).
+
+* ``ask_text`` / ``ask_json``: one LLM step, non-streamed (the provider's stream collected), under the
+  step deadline of a :class:`Budget`; ``ask_json`` extracts a JSON object, validates it with a Pydantic
+  model and retries once with the validation error. A step that cannot give a usable result raises
+  :class:`StepFailed` with a stable ``code``.
+* :func:`pump`: runs an orchestration coroutine as a task and yields the events it emits as they come,
+  so a flow can report progress while agents run concurrently (and cancels the task if the client goes).
+* :func:`unsupported`: the merge/reflection guard: numbers and named tokens of a statement must appear in
+  the texts it rests on.
+* :func:`simple_or_excerpts` / :func:`excerpts`: the bottom of the degradation ladder.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import re
+import time
+import unicodedata
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from careerwise.errors import LLMError, LLMTimeoutError, LLMUnavailableError
+from careerwise.events import DegradedEvent, Event, ReportEvent, ReportSection, Source
+from careerwise.flows.base import FlowContext
+from careerwise.flows.tool_use import tool_use_flow
+from careerwise.knowledge.index import Hit
+from careerwise.llm.types import ChatMessage, CompletionRequest
+
+log = logging.getLogger(__name__)
+
+AGENT_TEMPERATURE = 0.3  # seed 001: agents low, for stable analysis
+MERGE_TEMPERATURE = 0.5  # seed 001: the merge a little higher, still conservative
+CHAIN_TEMPERATURE = 0.5
+REFLECTION_TEMPERATURE = 0.3
+
+T = TypeVar("T", bound=BaseModel)
+Emit = Callable[[Event], None]
+
+
+# --------------------------------------------------------------------------- failures and deadlines
+
+
+class StepFailed(Exception):
+    """One step (an agent, a chain step, the merge, the reflection) gave no usable result.
+
+    ``code``: timeout, turn_deadline, invalid_json, empty, llm_unavailable, llm_error, internal_error.
+    ``unreachable``: the provider could not be reached at all (connect failure / 5xx), so a lower rung
+    that also needs the LLM would fail the same way.
+    """
+
+    def __init__(self, code: str, detail: str = "", *, unreachable: bool = False) -> None:
+        super().__init__(f"{code}: {detail}" if detail else code)
+        self.code = code
+        self.detail = detail
+        self.unreachable = unreachable
+
+
+class Budget:
+    """The deep attempt's deadline (``deep_turn_timeout``) and each step's (``deep_step_timeout``)."""
+
+    def __init__(self, step: float, total: float) -> None:
+        self.step = step
+        self.deadline = time.monotonic() + total
+
+    def remaining(self) -> float:
+        return self.deadline - time.monotonic()
+
+    def step_timeout(self) -> float:
+        left = self.remaining()
+        if left <= 0:
+            raise StepFailed("turn_deadline", "the deep answer ran out of time")
+        return min(self.step, left)
+
+
+def budget_for(ctx: FlowContext) -> Budget:
+    return Budget(ctx.options.deep_step_timeout, ctx.options.deep_turn_timeout)
+
+
+# --------------------------------------------------------------------------- calling the LLM
+
+
+async def complete(ctx: FlowContext, request: CompletionRequest) -> str:
+    """One completion, non-streamed: the provider's stream collected. Usage and calls are counted."""
+    ctx.state.llm_calls += 1
+    parts: list[str] = []
+    async for chunk in ctx.provider.stream(request):
+        ctx.state.add_usage(chunk.usage)
+        if chunk.text:
+            parts.append(chunk.text)
+    return "".join(parts)
+
+
+def _failure(exc: LLMError) -> StepFailed:
+    if isinstance(exc, LLMTimeoutError):
+        return StepFailed("timeout", str(exc))
+    if isinstance(exc, LLMUnavailableError):
+        return StepFailed("llm_unavailable", str(exc), unreachable=True)
+    return StepFailed("llm_error", str(exc))
+
+
+async def _attempts(
+    ctx: FlowContext,
+    messages: list[ChatMessage],
+    *,
+    temperature: float,
+    max_tokens: int,
+    budget: Budget,
+    label: str,
+    accept: Callable[[str], object],
+    note: Callable[[str], str],
+) -> object:
+    """Up to two attempts of one step under one step deadline. ``accept`` turns the reply into the
+    result or raises ``ValueError`` (the reason goes back to the model once)."""
+    started = time.perf_counter()
+    conversation = list(messages)
+    try:
+        async with asyncio.timeout(budget.step_timeout()):
+            attempt = 0
+            while True:
+                attempt += 1
+                request = CompletionRequest(
+                    messages=conversation, max_tokens=max_tokens, temperature=temperature
+                )
+                try:
+                    reply = await complete(ctx, request)
+                except LLMError as exc:
+                    if exc.retryable and attempt == 1 and ctx.options.llm_retries > 0:
+                        ctx.state.retries += 1
+                        log.warning("deep %s: retrying after %s: %s", label, type(exc).__name__, exc)
+                        continue
+                    raise _failure(exc) from exc
+                try:
+                    return accept(reply)
+                except ValueError as exc:
+                    code = "empty" if not reply.strip() else "invalid_json"
+                    if attempt >= 2:
+                        raise StepFailed(code, str(exc)) from exc
+                    ctx.state.retries += 1
+                    log.warning("deep %s: %s, asking once more: %s", label, code, exc)
+                    conversation = [
+                        *messages,
+                        ChatMessage(role="assistant", content=reply),
+                        ChatMessage(role="user", content=note(str(exc))),
+                    ]
+    except TimeoutError as exc:
+        raise StepFailed("timeout", f"{label} took longer than its deadline") from exc
+    finally:
+        ctx.state.timings[f"{label}_ms"] = 1000 * (time.perf_counter() - started)
+
+
+def _json_note(error: str) -> str:
+    return (
+        "你的回覆無法使用 / Your reply could not be used: "
+        f"{error[:400]}\n請只回傳一個符合上述 schema 的 JSON 物件 / Reply with one JSON object that follows "
+        "the schema above, and nothing else."
+    )
+
+
+def _text_note(error: str) -> str:
+    return "你的回覆是空的，請直接回答上面的要求。/ Your reply was empty; please answer the request above."
+
+
+def _non_empty(reply: str) -> str:
+    text = reply.strip()
+    if not text:
+        raise ValueError("the reply was empty")
+    return text
+
+
+async def ask_text(
+    ctx: FlowContext,
+    messages: list[ChatMessage],
+    *,
+    temperature: float,
+    max_tokens: int,
+    budget: Budget,
+    label: str,
+) -> str:
+    result = await _attempts(
+        ctx,
+        messages,
+        temperature=temperature,
+        max_tokens=max_tokens,
+        budget=budget,
+        label=label,
+        accept=_non_empty,
+        note=_text_note,
+    )
+    assert isinstance(result, str)
+    return result
+
+
+async def ask_json(
+    ctx: FlowContext,
+    messages: list[ChatMessage],
+    model: type[T],
+    *,
+    temperature: float,
+    max_tokens: int,
+    budget: Budget,
+    label: str,
+) -> T:
+    def accept(reply: str) -> T:
+        return parse_model(model, reply)
+
+    result = await _attempts(
+        ctx,
+        messages,
+        temperature=temperature,
+        max_tokens=max_tokens,
+        budget=budget,
+        label=label,
+        accept=accept,
+        note=_json_note,
+    )
+    assert isinstance(result, model)
+    return result
+
+
+# --------------------------------------------------------------------------- JSON
+
+_FENCE = re.compile(r"```(?:json|JSON)?")
+
+
+def extract_json(text: str) -> dict[str, object]:
+    """The first JSON object in a reply, also when it is wrapped in a code fence or some prose."""
+    cleaned = _FENCE.sub("", text)
+    decoder = json.JSONDecoder()
+    for i, ch in enumerate(cleaned):
+        if ch != "{":
+            continue
+        try:
+            value, _ = decoder.raw_decode(cleaned, i)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(value, dict):
+            return value
+    raise ValueError("no JSON object found in the reply" if text.strip() else "the reply was empty")
+
+
+def parse_model(model: type[T], text: str) -> T:
+    """``text``'s JSON object validated by ``model``; ``ValueError`` with a short reason otherwise."""
+    value = extract_json(text)
+    try:
+        return model.model_validate(value)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or 'value'}: {err['msg']}" for err in exc.errors()[:5]
+        )
+        raise ValueError(f"the JSON does not follow the schema ({problems})") from exc
+
+
+# a small model may copy the schema's example values instead of filling them in
+_PLACEHOLDER = re.compile(
+    r"^\s*(?:具體發現|關鍵洞察|concrete finding|key insight)\s*\d*\s*$|^[\s…．.·\-]*$", re.IGNORECASE
+)
+TEMPLATE_PHRASES = (
+    "沒改就省略",
+    "修正後的完整內容",
+    "每項修正寫一句話",
+    "omit if unchanged",
+    "whole corrected content",
+    "one sentence per fix",
+)
+
+
+def is_placeholder(text: str) -> bool:
+    """An example value of a prompt's schema (具體發現1, …) or a template phrase, not content."""
+    return bool(_PLACEHOLDER.match(text)) or any(p in text for p in TEMPLATE_PHRASES)
+
+
+def clean_items(items: Iterable[object], limit: int) -> list[str]:
+    """Non-empty strings that are not placeholders, stripped, at most ``limit`` of them."""
+    out = [str(i).strip() for i in items if isinstance(i, str | int | float) and str(i).strip()]
+    return [i for i in out if not is_placeholder(i)][:limit]
+
+
+# --------------------------------------------------------------------------- events from a task
+
+
+async def pump(run: Callable[[Emit], Coroutine[Any, Any, None]]) -> AsyncIterator[Event]:
+    """Run ``run(emit)`` as a task and yield every event it emits, as soon as it emits it. Its exception
+    (if any) is raised after the events emitted before it; closing the generator cancels the task."""
+    queue: asyncio.Queue[Event] = asyncio.Queue()
+    task = asyncio.create_task(run(queue.put_nowait))
+    try:
+        while True:
+            getter = asyncio.ensure_future(queue.get())
+            done, _ = await asyncio.wait({getter, task}, return_when=asyncio.FIRST_COMPLETED)
+            if getter in done:
+                yield getter.result()
+                continue
+            getter.cancel()
+            break
+        while not queue.empty():
+            yield queue.get_nowait()
+        task.result()
+    finally:
+        if not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+
+# --------------------------------------------------------------------------- situation keywords
+
+_ZH_FILLERS = (
+    "請問",
+    "想請問",
+    "想問",
+    "我想知道",
+    "應該不應該",
+    "應不應該",
+    "該不該",
+    "該不改",
+    "要不要",
+    "值不值得",
+    "值得嗎",
+    "是不是",
+    "可不可以",
+    "能不能",
+    "怎麼辦",
+    "怎麼做",
+    "怎麼",
+    "如何",
+    "什麼",
+    "Summer",
+    "summer",
+    "老師",
+    "我想",
+    "我們",
+    "我",
+    "你",
+    "妳",
+    "嗎",
+    "呢",
+    "吧",
+    "啊",
+    "呀",
+    "了",
+    "的",
+)
+_ZH_JOINERS = re.compile(r"但是|但|而且|還是|或是|或者|可是|所以|因為|然後|和|跟|與")
+_PUNCT = re.compile(r"[\s\W_]+")
+_EN_STOP = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "i",
+        "me",
+        "my",
+        "we",
+        "our",
+        "you",
+        "your",
+        "he",
+        "she",
+        "it",
+        "they",
+        "them",
+        "is",
+        "am",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "being",
+        "do",
+        "does",
+        "did",
+        "to",
+        "of",
+        "in",
+        "on",
+        "at",
+        "for",
+        "from",
+        "with",
+        "about",
+        "as",
+        "by",
+        "or",
+        "and",
+        "but",
+        "if",
+        "so",
+        "than",
+        "then",
+        "this",
+        "that",
+        "these",
+        "those",
+        "what",
+        "which",
+        "who",
+        "whom",
+        "how",
+        "why",
+        "when",
+        "where",
+        "should",
+        "shall",
+        "would",
+        "could",
+        "can",
+        "will",
+        "just",
+        "really",
+        "very",
+        "any",
+        "some",
+        "more",
+        "most",
+        "have",
+        "has",
+        "had",
+        "not",
+        "no",
+        "yes",
+        "it's",
+        "im",
+        "i'm",
+        "get",
+        "got",
+        "want",
+        "wanted",
+        "think",
+        "summer",
+        "please",
+    ]
+)
+_EN_WORD = re.compile(r"[A-Za-z][A-Za-z0-9+#.'-]*")
+
+
+def situation_keywords(message: str, zh: bool, *, limit: int = 40) -> str:
+    """The words of the user's message that describe their situation, without question words and
+    fillers: what a facet query or the chain's fallback query combines with its own angle."""
+    text = unicodedata.normalize("NFKC", message)
+    if zh:
+        for filler in _ZH_FILLERS:
+            text = text.replace(filler, " ")
+        text = _ZH_JOINERS.sub(" ", text)
+        words = [w for w in _PUNCT.split(text) if w]
+    else:
+        words = [w.lower().strip(".'-") for w in _EN_WORD.findall(text)]
+        words = [w for w in words if w and w not in _EN_STOP]
+    out = " ".join(dict.fromkeys(words))
+    return out[:limit].strip()
+
+
+# --------------------------------------------------------------------------- the guard
+
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+_LIST_MARK = re.compile(r"^\s*(?:\d{1,2}[.)、]\s+|[-*・•]\s*)")
+_HAN = re.compile(r"[\u3400-\u9fff]")
+_HAN_RUN = re.compile(r"[\u3400-\u9fff]+")
+
+
+def _norm(text: str) -> str:
+    return unicodedata.normalize("NFKC", text)
+
+
+def numbers(text: str) -> set[str]:
+    """Numbers in ``text``, thousands separators removed (29,500 and 29500 are the same number)."""
+    out: set[str] = set()
+    for m in _NUMBER.findall(_norm(text)):
+        value = re.sub(r",(?=\d{3}\b)", "", m).rstrip(".,")
+        out.add(value)
+    return out
+
+
+def _latin_words(text: str) -> list[tuple[str, bool]]:
+    """(word, sentence-initial) for every Latin word."""
+    out: list[tuple[str, bool]] = []
+    for m in _EN_WORD.finditer(text):
+        before = text[: m.start()].rstrip()
+        out.append((m.group().rstrip(".'-"), not before or before[-1] in '.!?:;"(「『'))
+    return out
+
+
+def named_tokens(text: str) -> set[str]:
+    """Tokens that name something: in Chinese text every Latin word of 2+ letters (React, LinkedIn, AWS);
+    in English text capitalised words not starting a sentence, acronyms, and words with digits or +/#."""
+    text = _norm(_LIST_MARK.sub("", text))
+    out: set[str] = set()
+    han = bool(_HAN.search(text))
+    for word, initial in _latin_words(text):
+        if len(word) < 2:
+            continue
+        if han or (
+            (word[0].isupper() and not initial and word != "I")
+            or word.isupper()
+            or re.search(r"[\d+#]", word)
+        ):
+            out.add(word.lower())
+    return out
+
+
+def _all_latin(texts: Iterable[str]) -> set[str]:
+    return {w.lower() for t in texts for w, _ in _latin_words(_norm(t))}
+
+
+def _bigrams(text: str) -> set[str]:
+    grams: set[str] = set()
+    for run in _HAN_RUN.findall(text):
+        grams.update(run[i : i + 2] for i in range(len(run) - 1))
+    return grams
+
+
+def _content_words(text: str) -> set[str]:
+    return {w.lower() for w, _ in _latin_words(text) if len(w) > 3 and w.lower() not in _EN_STOP}
+
+
+def overlap(statement: str, sources: Sequence[str]) -> float | None:
+    """Share of the statement's Han bigrams (or English content words) found in ``sources``; None when
+    the statement is too short to judge."""
+    joined = _norm(" ".join(sources))
+    s = _norm(statement)
+    mine, theirs = (
+        (_bigrams(s), _bigrams(joined)) if _HAN.search(s) else (_content_words(s), _content_words(joined))
+    )
+    if len(mine) < 4:
+        return None
+    return len(mine & theirs) / len(mine)
+
+
+MIN_OVERLAP = 0.15
+
+
+def unsupported(statement: str, cited: Sequence[str], allowed: Sequence[str]) -> str | None:
+    """Why ``statement`` asserts something its sources do not contain, or None if it does not.
+
+    Every number and named token must appear in ``cited`` + ``allowed`` (the cited findings, their
+    agents' chunks, the user's own message); and the statement must share some wording with ``cited``.
+    """
+    body = _LIST_MARK.sub("", statement)
+    pool = [*cited, *allowed]
+    known_numbers = set().union(*(numbers(t) for t in pool)) if pool else set()
+    extra_numbers = sorted(numbers(body) - known_numbers)
+    if extra_numbers:
+        return f"numbers not in its sources: {', '.join(extra_numbers)}"
+    extra_names = sorted(named_tokens(body) - _all_latin(pool))
+    if extra_names:
+        return f"names not in its sources: {', '.join(extra_names)}"
+    share = overlap(body, cited)
+    if share is not None and share < MIN_OVERLAP:
+        return f"little in common with what it cites ({share:.2f} < {MIN_OVERLAP})"
+    return None
+
+
+# --------------------------------------------------------------------------- sources and lines
+
+
+def source_of(hit: Hit) -> Source:
+    return Source(
+        id=hit.chunk.document_id,
+        title=hit.chunk.title,
+        section=hit.chunk.section or None,
+        score=round(hit.score, 4),
+    )
+
+
+def sources_of(hits: Iterable[Hit]) -> list[Source]:
+    seen: set[int] = set()
+    out: list[Source] = []
+    for h in hits:
+        if h.chunk.id not in seen:
+            seen.add(h.chunk.id)
+            out.append(source_of(h))
+    return out
+
+
+def passages(hits: Sequence[Hit], *, start: int = 1) -> str:
+    """Chunks as numbered reference passages for a prompt."""
+    blocks = []
+    for n, h in enumerate(hits, start):
+        head = h.chunk.title + (f" › {h.chunk.section}" if h.chunk.section else "")
+        blocks.append(f"〔{n}〕{head}\n<<<\n{h.chunk.text}\n>>>")
+    return "\n\n".join(blocks)
+
+
+CAUSES = {
+    "timeout": ("逾時", "timed out"),
+    "turn_deadline": ("超過整體時限", "out of time"),
+    "invalid_json": ("回覆格式錯誤", "invalid reply"),
+    "empty": ("沒有回覆內容", "empty reply"),
+    "llm_unavailable": ("語言模型服務無法連線", "the language model is unreachable"),
+    "llm_error": ("語言模型服務錯誤", "language model error"),
+    "no_knowledge": ("知識庫沒有相關資料", "no matching knowledge"),
+    "internal_error": ("內部錯誤", "internal error"),
+}
+
+LINES = {
+    "deep_agent_failed": (
+        "「{facet}」的分析沒有完成（{cause}），報告中標示為暫無資料。",
+        "The {facet} analysis did not finish ({cause}); the report marks it as missing.",
+    ),
+    "deep_agents_failed": (
+        "多面向分析沒有完成（{cause}），改用逐步分析。",
+        "The multi-facet analysis did not finish ({cause}); a step-by-step analysis follows instead.",
+    ),
+    "deep_merge_failed": (
+        "報告整合沒有完成（{cause}），以下直接列出各面向的分析結果。",
+        "Combining the analyses did not finish ({cause}); each facet's findings are listed as they are.",
+    ),
+    "deep_reflection_failed": (
+        "自我檢查沒有完成（{cause}），以下是未經複查的分析。",
+        "The self-review did not finish ({cause}); the analysis below was not double-checked.",
+    ),
+    "deep_chain_failed": (
+        "深度分析沒有完成（{cause}），改用一般回答。",
+        "The in-depth analysis did not finish ({cause}); a regular answer follows instead.",
+    ),
+    "deep_knowledge_unavailable": (
+        "知識庫目前無法使用，無法做深度分析，改用一般回答。",
+        "The knowledge base is unavailable, so there is no in-depth analysis; a regular answer follows.",
+    ),
+    "llm_unreachable": (
+        "Summer 暫時無法回應（語言模型服務無法連線）。以下是知識庫中與你的問題最相關的段落，供你先參考。",
+        "Summer cannot answer right now (the language model is unreachable). Below are the most relevant "
+        "passages from her knowledge base.",
+    ),
+}
+
+
+def cause(code: str, zh: bool) -> str:
+    pair = CAUSES.get(code, (code, code))
+    return pair[0] if zh else pair[1]
+
+
+def degraded(reason: str, zh: bool, **values: str) -> DegradedEvent:
+    pair = LINES[reason]
+    return DegradedEvent(reason=reason, message=(pair[0] if zh else pair[1]).format(**values))
+
+
+# --------------------------------------------------------------------------- the bottom of the ladder
+
+EXCERPTS = 3
+EXCERPT_CHARS = 360
+
+
+def _excerpt(text: str) -> str:
+    text = text.strip()
+    if len(text) <= EXCERPT_CHARS:
+        return text
+    cut = text[:EXCERPT_CHARS]
+    end = max(cut.rfind(p) for p in "。！？.!?\n")
+    return (cut[: end + 1] if end > EXCERPT_CHARS // 2 else cut).rstrip() + "…"
+
+
+async def excerpts(ctx: FlowContext, hits: Sequence[Hit], error: Exception) -> AsyncIterator[Event]:
+    """The LLM is unreachable: the best knowledge-base passages found so far (or found now for the raw
+    message), with a plain notice. Without any passage the error is raised for the engine to report."""
+    found = list(hits)
+    if not found and ctx.kb is not None and ctx.kb.available:
+        try:
+            found = (await ctx.kb.search(ctx.message, top_k=EXCERPTS, candidates=12)).hits[:EXCERPTS]
+        except Exception:
+            log.exception("deep: the excerpt search failed")
+    best: dict[int, Hit] = {}
+    for h in sorted(found, key=lambda h: h.score, reverse=True):
+        best.setdefault(h.chunk.id, h)
+    chosen = list(best.values())[:EXCERPTS]
+    if not chosen:
+        raise error if isinstance(error, LLMError) else LLMUnavailableError(str(error))
+    ctx.state.path = "excerpts"
+    yield degraded("llm_unreachable", ctx.zh)
+    yield ReportEvent(
+        title="知識庫摘錄" if ctx.zh else "From the knowledge base",
+        path="excerpts",
+        sections=[
+            ReportSection(
+                heading=h.chunk.title + (f" › {h.chunk.section}" if h.chunk.section else ""),
+                body=_excerpt(h.chunk.text),
+                sources=[source_of(h)],
+            )
+            for h in chosen
+        ],
+    )
+
+
+async def simple_or_excerpts(
+    ctx: FlowContext, hits: Sequence[Hit], *, skip_reason: str | None = None
+) -> AsyncIterator[Event]:
+    """The streamed tool-use answer; if the LLM fails before any text, the excerpts. ``skip_reason``: a
+    degraded reason the caller already reported (not repeated)."""
+    ctx.state.path = "B"
+    try:
+        async for event in tool_use_flow(ctx):
+            if isinstance(event, DegradedEvent) and event.reason == skip_reason:
+                continue
+            yield event
+    except LLMError as exc:
+        if ctx.state.shown_text:
+            raise
+        log.warning("deep: the streamed answer failed too (%s); showing excerpts", exc)
+        async for event in excerpts(ctx, hits, exc):
+            yield event
+
+
+@dataclass
+class Outcome:
+    """What an orchestration left for its flow: whether it answered, and if not, why."""
+
+    done: bool = False
+    failure: StepFailed | None = None
+    hits: list[Hit] | None = None

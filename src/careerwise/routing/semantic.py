@@ -1,0 +1,157 @@
+"""Layer 2: similarity to example utterances per intent (``examples.json``).
+
+A message scores, for each intent, the mean cosine similarity of its ``k`` nearest examples of that
+intent. Vectors are centred per language first (the mean example vector of that language is
+subtracted and the result re-normalised): a multilingual encoder puts a strong "this is Chinese"
+direction into every vector, which otherwise makes every Chinese example look alike (see
+``knowledge/embeddings.py``). The cascade accepts the best intent when its score clears that intent's
+calibrated threshold and leads the runner-up by the calibrated margin (``thresholds.py``).
+
+Everything here is blocking numpy / model work: the cascade runs it in a worker thread.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from careerwise.knowledge.embeddings import LANGS, Embedder, Matrix, detect_lang
+
+INTENTS: tuple[str, ...] = ("greeting", "career", "resume", "booking")
+EXAMPLES_FILE = Path(__file__).with_name("examples.json")
+CLIP_CHARS = 160  # the e5 model's cost grows with length; an intent shows in the opening and the end
+
+
+def load_examples(path: Path | None = None) -> dict[str, tuple[str, ...]]:
+    """The example utterances per intent, in ``INTENTS`` order; every intent must have some."""
+    data = json.loads((path or EXAMPLES_FILE).read_text(encoding="utf-8"))
+    intents = data["intents"]
+    unknown = set(intents) - set(INTENTS)
+    if unknown:
+        raise ValueError(f"examples for unknown intents: {sorted(unknown)}")
+    out = {name: tuple(str(t) for t in intents.get(name, ())) for name in INTENTS}
+    empty = [name for name, texts in out.items() if not texts]
+    if empty:
+        raise ValueError(f"no examples for {empty}")
+    return out
+
+
+def clip(text: str, limit: int = CLIP_CHARS) -> str:
+    """Whitespace collapsed; a long text keeps its first three quarters and its last quarter."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    tail = limit // 4
+    return f"{text[: limit - tail]} … {text[-tail:]}"
+
+
+@dataclass(frozen=True)
+class IntentScores:
+    scores: Mapping[str, float]
+
+    @property
+    def ranked(self) -> list[tuple[str, float]]:
+        return sorted(self.scores.items(), key=lambda kv: (-kv[1], INTENTS.index(kv[0])))
+
+    @property
+    def best(self) -> tuple[str, float]:
+        return self.ranked[0]
+
+    @property
+    def runner_up(self) -> tuple[str, float]:
+        return self.ranked[1]
+
+    @property
+    def margin(self) -> float:
+        return self.best[1] - self.runner_up[1]
+
+
+def _normalise_rows(m: Matrix) -> Matrix:
+    norms = np.linalg.norm(m, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    out: Matrix = (m / norms).astype(np.float32)
+    return out
+
+
+class SemanticClassifier:
+    """Scores messages against the example utterances. ``prepare()`` embeds the examples once."""
+
+    def __init__(
+        self, embedder: Embedder, examples: Mapping[str, Sequence[str]] | None = None, *, k: int = 3
+    ) -> None:
+        self.embedder = embedder
+        self.examples = {name: tuple(texts) for name, texts in (examples or load_examples()).items()}
+        self.k = k
+        self._lock = threading.Lock()
+        self._vectors: Matrix | None = None
+        self._labels: np.ndarray | None = None
+        self._means: dict[str, np.ndarray] = {}
+
+    @property
+    def digest(self) -> str:
+        """Identifies the examples and the model (thresholds are only valid for the pair they were fit on)."""
+        h = hashlib.sha256(self.embedder.name.encode())
+        h.update(json.dumps(self.examples, ensure_ascii=False, sort_keys=True).encode())
+        return h.hexdigest()[:16]
+
+    @property
+    def ready(self) -> bool:
+        return self._vectors is not None
+
+    def prepare(self, embedder: Embedder | None = None) -> None:
+        """Embed the examples (one batched call; with ``embedder`` if given, e.g. a cache in front of
+        the same model) and compute the language means. Idempotent."""
+        with self._lock:
+            if self._vectors is not None:
+                return
+            texts = [t for name in INTENTS for t in self.examples[name]]
+            labels = np.array([name for name in INTENTS for _ in self.examples[name]])
+            raw = np.asarray((embedder or self.embedder).embed_queries(texts), dtype=np.float32)
+            langs = np.array([detect_lang(t) for t in texts])
+            overall = raw.mean(axis=0)
+            self._means = {
+                lang: (raw[langs == lang].mean(axis=0) if (langs == lang).sum() >= 8 else overall)
+                for lang in LANGS
+            }
+            self._vectors = self._centre(raw, [str(x) for x in langs])
+            self._labels = labels
+
+    def adopt(self, other: SemanticClassifier) -> None:
+        """Take the prepared example vectors of a classifier with the same model and examples."""
+        if other.digest != self.digest or not other.ready:
+            raise ValueError("can only adopt a prepared classifier with the same examples")
+        with self._lock:
+            self._vectors, self._means, self._labels = other._vectors, other._means, other._labels
+
+    def _centre(self, vectors: Matrix, langs: Sequence[str]) -> Matrix:
+        shift = np.stack([self._means[lang] for lang in langs])
+        return _normalise_rows(vectors - shift)
+
+    def embed(self, texts: Sequence[str]) -> Matrix:
+        """Raw (uncentred) vectors of the clipped messages, one batched call."""
+        return np.asarray(self.embedder.embed_queries([clip(t) for t in texts]), dtype=np.float32)
+
+    def score_vectors(self, texts: Sequence[str], vectors: Matrix) -> list[IntentScores]:
+        """Scores of messages whose raw vectors are already known (pure numpy, sub-millisecond)."""
+        self.prepare()
+        assert self._vectors is not None and self._labels is not None
+        q = self._centre(vectors, [detect_lang(t) for t in texts])
+        sims = q @ self._vectors.T
+        out: list[dict[str, float]] = [{} for _ in texts]
+        for name in INTENTS:
+            block = sims[:, self._labels == name]
+            k = min(self.k, block.shape[1])
+            top = -np.sort(-block, axis=1)[:, :k]
+            for row, value in zip(out, top.mean(axis=1), strict=True):
+                row[name] = float(value)
+        return [IntentScores(scores=s) for s in out]
+
+    def score(self, texts: Sequence[str]) -> list[IntentScores]:
+        """Embed and score (blocking)."""
+        return self.score_vectors(texts, self.embed(texts))

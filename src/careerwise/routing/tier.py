@@ -1,0 +1,157 @@
+"""classifyTier: how much work a career question deserves (seed 001).
+
+* complex — a decision question (該不該, 要不要, 值得嗎, A還是B, should I, is it worth, A or B?) or more
+  than one question: the parallel facets + three agents + merge flow;
+* simple  — a short question: 10 units or fewer (a Han character or a Latin word is one unit, see
+  ``_text.units``), no decision word: the streamed tool-use flow;
+* medium  — anything longer on a single topic: the prompt chain.
+
+A greeting or 請問-style opener is not counted («你好，我想問怎麼談薪水» is simple). The rule table with
+the seed's examples is in docs/routing.md; every result says why.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from careerwise.routing._text import HAN, normalise, strip_opener, units
+
+Tier = Literal["simple", "medium", "complex"]
+SIMPLE_MAX_UNITS = 10
+
+_H = r"[\u3400-\u9fff]"
+
+# (label, pattern): the label is what the reason shows
+_DECISION_ZH: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (label, re.compile(p))
+    for label, p in (
+        ("該不該", r"該不[該改]|應不應該|應該不應該"),
+        ("要不要", r"要[不部步]要"),
+        ("值得嗎", r"值不值得|值得.{0,10}嗎"),
+        ("划算嗎", r"划不划算|划算嗎"),
+        # 還是 as "or" (留在台灣還是去新加坡), not as "still" (我還是找不到工作)
+        ("A還是B", r"(?<![我你妳他她但可卻也都了然就])還是(?![很不沒覺])"),
+        ("A還B", rf"{_H}還(?![是有要能在可會沒不很找得行])(?:{_H}{{0,3}}[^嗎呢啊吧\W])[?]"),
+        ("選哪個", r"選哪|怎麼選|哪(?:一)?個(?:比較)?好|二選一"),
+        ("應該…嗎", r"應該.{0,12}嗎|是不是(?:應)?該"),
+        ("適合…嗎", r"適不適合|適合.{0,10}嗎"),
+        ("要…嗎", r"(?:^|[,.!?;\s，。])要(?:先)?[^\s,.!?;，。什怎哪多幾]{1,6}嗎"),
+    )
+)
+
+_WH = re.compile(r"\b(?:what|how|when|where|who|why)\b", re.I)
+_SHOULD = re.compile(r"\b(?:should|shall) (?:i|we)\b", re.I)
+_DECISION_EN: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (label, re.compile(p, re.I))
+    for label, p in (
+        ("if I should", r"\b(?:if|whether) (?:i|we) should\b|\bwhether to\b|\bor not\b"),
+        (
+            "is it worth",
+            r"\bworth (?:it|the|a|my|doing|going|leaving|taking|getting)\b|\bis .{0,40}\bworth\b",
+        ),
+        (
+            "is it better",
+            r"\bwould it be (?:better|smarter|wiser)\b|\bis it (?:better|wise|smart|a good idea)\b",
+        ),
+        ("which one", r"\bwhich (?:one |option |offer |path )?(?:should|would)\b"),
+        ("torn between", r"\b(?:torn|deciding|choose|choosing|decide|pick) between\b"),
+        ("do I take", r"\bdo (?:i|we) (?:take|accept|stay|leave|quit|go)\b"),
+        ("A vs B", r"\b(?:vs\.?|versus)\s"),
+    )
+)
+_OR_QUESTION = re.compile(r"\bor\b", re.I)
+
+_CLAUSE_SPLIT = re.compile(r"[。!?；;,，\n]|(?<=[a-z0-9)])\.(?:\s|$)", re.I)
+_ZH_MARKER = re.compile(
+    r"怎麼|怎樣|如何|什麼|啥|哪|(?<![了好這那])幾|多少|多久|多長|為什麼|嗎|呢|是不是|有沒有|會不會|能不能|可不可以|要不要|該不該"
+)
+_REPORTED = re.compile(r"被問|問我|問到|問了|問說|問過")
+_EN_QUESTION_START = re.compile(
+    r"^(?:(?:and|but|so|also|btw|then|or)\s+)*(?:how|what|what's|whats|why|when|where|which|who|should|shall|"
+    r"can|could|do|does|did|is|are|am|will|would|any|anyone)\b",
+    re.I,
+)
+
+
+@dataclass(frozen=True)
+class TierResult:
+    tier: Tier
+    reasons: list[str]
+    units: int
+    questions: int
+
+
+def _clauses(text: str) -> list[tuple[str, str]]:
+    """(clause, its terminator) pairs: "?" asked, "." stated, "" a comma or nothing. A space between Han
+    characters separates clauses, as a comma would."""
+    text = re.sub(rf"(?<={_H})\s+(?={_H})", "，", text)
+    out: list[tuple[str, str]] = []
+    pos = 0
+    for m in _CLAUSE_SPLIT.finditer(text):
+        clause = text[pos : m.start()].strip()
+        if units(clause):
+            mark = m.group().strip()
+            out.append((clause, "?" if mark == "?" else "." if mark in ("。", ".", "!") else ""))
+        pos = m.end()
+    tail = text[pos:].strip()
+    if units(tail):
+        out.append((tail, ""))
+    return out
+
+
+def _is_question(clause: str, end: str) -> bool:
+    if end == "?":
+        return True
+    if HAN.search(clause):
+        if end == "." and not re.search(r"[嗎呢]\W*$", clause):
+            return False  # 「寫了幾個小爬蟲。」 states, it does not ask
+        m = _ZH_MARKER.search(clause)
+        return m is not None and not _REPORTED.search(clause[: m.start() + 1])
+    return end != "." and _EN_QUESTION_START.search(clause) is not None
+
+
+def _decision(text: str, clauses: list[tuple[str, str]]) -> str | None:
+    for label, pattern in _DECISION_ZH:
+        if pattern.search(text):
+            return label
+    for label, pattern in _DECISION_EN:
+        if pattern.search(text):
+            return label
+    for clause, end in clauses:
+        # "should I …" is a decision; "what should I …" / "how much notice should I …" is not
+        for m in _SHOULD.finditer(clause):
+            if not _WH.search(clause[: m.start()]):
+                return "should I"
+        # "frontend or backend?": an "or" inside a question
+        if not HAN.search(clause) and _OR_QUESTION.search(clause) and _is_question(clause, end):
+            return "A or B?"
+    return None
+
+
+def classify_tier(message: str) -> TierResult:
+    """The tier of a career question, with the reasons (shown on the route event and the trace)."""
+    text = normalise(message)
+    core = strip_opener(text) or text
+    clauses = _clauses(core)
+    questions = sum(1 for clause, end in clauses if _is_question(clause, end))
+    n = units(core)
+    reasons: list[str] = []
+    decision = _decision(core, clauses)
+    if decision is not None:
+        reasons.append(f"decision question ({decision})")
+    if questions > 1:
+        reasons.append(f"{questions} questions")
+    if reasons:
+        return TierResult("complex", [f"complex: {'; '.join(reasons)}"], n, questions)
+    if n <= SIMPLE_MAX_UNITS:
+        return TierResult(
+            "simple", [f"simple: {n} units (≤ {SIMPLE_MAX_UNITS}), no decision word"], n, questions
+        )
+    return TierResult(
+        "medium",
+        [f"medium: {n} units (> {SIMPLE_MAX_UNITS}), at most one question, no decision word"],
+        n,
+        questions,
+    )

