@@ -5,6 +5,12 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
+
+# do not 'fix' this into Settings: OpenMP reads it once, when the first numeric library loads, before any
+# settings object exists. Without it the embedder and llama.cpp spin-wait and slow each other down
+# (measured: question embedding next to a 100k-chunk search 122 ms p50 without it, 39 ms with it).
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 from pathlib import Path
 from typing import Annotated
 

@@ -472,10 +472,6 @@ async def test_chunks_keep_sentences_overlap_title_section_domain_and_source(
         assert stored == set(sentences)  # and every sentence is somewhere
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="chunking._draft joins every sentence of a zh-TW document without spaces, English ones too",
-)
 def test_english_sentences_in_a_chinese_document_keep_their_space() -> None:
     body = (
         "## 段落\n\n" + "這是中文的句子，說明一個重點。" * 5 + "\n\nThe English part. It has two sentences."

@@ -70,10 +70,20 @@ def chunk_document(
     return chunks
 
 
+def join_sentences(sentences: list[str]) -> str:
+    """Chinese sentences join directly; a space goes wherever an ASCII sentence meets another
+    sentence (English inside a Chinese article keeps its spaces, whatever the document's language)."""
+    out = ""
+    for sentence in sentences:
+        if out and (out[-1].isascii() or sentence[0].isascii()) and not out[-1].isspace():
+            out += " "
+        out += sentence
+    return out
+
+
 def _draft(doc: SourceDocument, heading: str, sentences: list[str], ord_: int) -> ChunkDraft:
-    joiner = "" if doc.lang.startswith("zh") else " "
     return ChunkDraft(
-        ord=ord_, title=doc.title, section=heading, text=joiner.join(sentences), domain=doc.domain
+        ord=ord_, title=doc.title, section=heading, text=join_sentences(sentences), domain=doc.domain
     )
 
 
