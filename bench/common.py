@@ -23,10 +23,13 @@ def free_port() -> int:
 
 
 @contextmanager
-def process(args: Sequence[str], *, ready_url: str, env: dict[str, str] | None = None,
-            timeout: float = 180.0) -> Iterator[subprocess.Popen[bytes]]:
+def process(
+    args: Sequence[str], *, ready_url: str, env: dict[str, str] | None = None, timeout: float = 180.0
+) -> Iterator[subprocess.Popen[bytes]]:
     full_env = {**os.environ, **(env or {})}
-    proc = subprocess.Popen(list(args), cwd=ROOT, env=full_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        list(args), cwd=ROOT, env=full_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
     try:
         deadline = time.monotonic() + timeout
         while True:
@@ -51,8 +54,19 @@ def process(args: Sequence[str], *, ready_url: str, env: dict[str, str] | None =
 
 
 def fake_llm(port: int, *, mode: str, first_token_delay: float, delay: float) -> list[str]:
-    return [sys.executable, "-m", "tests.fakes.fake_llm", "--port", str(port), "--mode", mode,
-            "--first-token-delay", str(first_token_delay), "--delay", str(delay)]
+    return [
+        sys.executable,
+        "-m",
+        "tests.fakes.fake_llm",
+        "--port",
+        str(port),
+        "--mode",
+        mode,
+        "--first-token-delay",
+        str(first_token_delay),
+        "--delay",
+        str(delay),
+    ]
 
 
 def pct(values: Sequence[float], q: float) -> float:
@@ -64,7 +78,9 @@ def pct(values: Sequence[float], q: float) -> float:
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
-    cells = [[str(h) for h in headers]] + [[f"{c:.1f}" if isinstance(c, float) else str(c) for c in r] for r in rows]
+    cells = [[str(h) for h in headers]] + [
+        [f"{c:.1f}" if isinstance(c, float) else str(c) for c in r] for r in rows
+    ]
     widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
     lines = ["| " + " | ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) + " |" for row in cells]
     lines.insert(1, "|" + "|".join("-" * (w + 2) for w in widths) + "|")

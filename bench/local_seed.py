@@ -28,9 +28,14 @@ QUESTIONS: list[tuple[str, str]] = [
 ]
 
 
-async def _run() -> list[list[object]]:
+def _data_dir() -> Path:
     data_dir = Path(tempfile.mkdtemp(prefix="cw-local-"))
     (data_dir / "models").symlink_to(Path("data/models").resolve(), target_is_directory=True)
+    return data_dir
+
+
+async def _run() -> list[list[object]]:
+    data_dir = await asyncio.to_thread(_data_dir)
     settings = Settings(_env_file=None, data_dir=data_dir, phase1_max_tokens=150, phase3_max_tokens=150)  # type: ignore[call-arg]
     services = build_services(settings)
     rows: list[list[object]] = []
@@ -53,8 +58,15 @@ async def _run() -> list[list[object]]:
                 totals.append(time.perf_counter() - t0)
                 firsts.append(first if first is not None else totals[-1])
                 searched += called
-            rows.append([question, seed, f"{searched}/{RUNS}", f"{statistics.median(firsts):.2f} s",
-                         f"{statistics.median(totals):.2f} s"])
+            rows.append(
+                [
+                    question,
+                    seed,
+                    f"{searched}/{RUNS}",
+                    f"{statistics.median(firsts):.2f} s",
+                    f"{statistics.median(totals):.2f} s",
+                ]
+            )
     finally:
         await services.aclose()
     return rows

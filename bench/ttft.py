@@ -37,10 +37,16 @@ class Sample:
 _CLIENT = httpx.Client(timeout=60)  # one keep-alive client for the baseline and for ours alike
 
 
-def _provider_direct(base: str, *, tool_round: bool, messages: list[dict[str, object]] | None = None) -> Sample:
+def _provider_direct(
+    base: str, *, tool_round: bool, messages: list[dict[str, object]] | None = None
+) -> Sample:
     """Read the fake directly: when could text be shown (B) / when does phase 1 end (A)."""
-    body = {"model": "fake", "stream": True, "stream_options": {"include_usage": True},
-            "messages": messages or [{"role": "user", "content": "怎麼談薪水？"}]}
+    body = {
+        "model": "fake",
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        "messages": messages or [{"role": "user", "content": "怎麼談薪水？"}],
+    }
     t0 = time.perf_counter()
     counted = 0
     shown_at = None
@@ -123,35 +129,75 @@ def run() -> list[str]:
                     forced = [_forced_injection(base, data_dir, message) for _ in range(RUNS)]
                 added = [o.first_text_ms - d.first_text_ms for o, d in zip(ours, direct, strict=True)]
                 label = "B (no tool)" if mode == "text" else "A (tool)"
-                rows.append([label, pct([d.first_text_ms for d in direct], 50), pct([o.first_text_ms for o in ours], 50),
-                             pct(added, 50), pct(added, 95)])
-    out.append(f"## Time to first visible text (fake provider: {FIRST_TOKEN * 1000:.0f} ms first token, "
-               f"{INTER_CHUNK * 1000:.0f} ms between chunks, guard N={GUARD}, {RUNS} runs)\n")
+                rows.append(
+                    [
+                        label,
+                        pct([d.first_text_ms for d in direct], 50),
+                        pct([o.first_text_ms for o in ours], 50),
+                        pct(added, 50),
+                        pct(added, 95),
+                    ]
+                )
+    out.append(
+        f"## Time to first visible text (fake provider: {FIRST_TOKEN * 1000:.0f} ms first token, "
+        f"{INTER_CHUNK * 1000:.0f} ms between chunks, guard N={GUARD}, {RUNS} runs)\n"
+    )
     out.append(table(["path", "provider p50 ms", "ours p50 ms", "added p50 ms", "added p95 ms"], rows))
     out.append("\nGoal: added p50 on path B <= 10 ms.")
     b_ours, a_ours = results["text"][1], results["tool"][1]
-    out.append("\n## Tool use vs forced injection (seed 000: search every time, chunks in the system prompt)\n")
-    out.append(table(
-        ["design", "first text p50 ms", "total p50 ms", "prompt tokens (fake's estimate)"],
-        [["forced injection", pct([f.first_text_ms for f in forced], 50), pct([f.total_ms for f in forced], 50),
-          int(pct([f.prompt_tokens for f in forced], 50))],
-         ["tool use, path B", pct([o.first_text_ms for o in b_ours], 50), pct([o.total_ms for o in b_ours], 50),
-          int(pct([o.prompt_tokens for o in b_ours], 50))],
-         ["tool use, path A", pct([o.first_text_ms for o in a_ours], 50), pct([o.total_ms for o in a_ours], 50),
-          int(pct([o.prompt_tokens for o in a_ours], 50))]],
-    ))
+    out.append(
+        "\n## Tool use vs forced injection (seed 000: search every time, chunks in the system prompt)\n"
+    )
+    out.append(
+        table(
+            ["design", "first text p50 ms", "total p50 ms", "prompt tokens (fake's estimate)"],
+            [
+                [
+                    "forced injection",
+                    pct([f.first_text_ms for f in forced], 50),
+                    pct([f.total_ms for f in forced], 50),
+                    int(pct([f.prompt_tokens for f in forced], 50)),
+                ],
+                [
+                    "tool use, path B",
+                    pct([o.first_text_ms for o in b_ours], 50),
+                    pct([o.total_ms for o in b_ours], 50),
+                    int(pct([o.prompt_tokens for o in b_ours], 50)),
+                ],
+                [
+                    "tool use, path A",
+                    pct([o.first_text_ms for o in a_ours], 50),
+                    pct([o.total_ms for o in a_ours], 50),
+                    int(pct([o.prompt_tokens for o in a_ours], 50)),
+                ],
+            ],
+        )
+    )
     os.environ.pop("CAREERWISE_DATA_DIR", None)
     return out
 
 
 def _provider_direct_tool_reply(base: str) -> Sample:
     """The fake in tool mode answers a conversation that already has a tool result with text."""
-    body = {"model": "fake", "stream": True, "messages": [
-        {"role": "user", "content": "怎麼談薪水？"},
-        {"role": "assistant", "content": "", "tool_calls": [{"id": "c", "type": "function",
-                                                              "function": {"name": "searchKnowledge", "arguments": "{}"}}]},
-        {"role": "tool", "tool_call_id": "c", "content": "x"},
-    ]}
+    body = {
+        "model": "fake",
+        "stream": True,
+        "messages": [
+            {"role": "user", "content": "怎麼談薪水？"},
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [
+                    {
+                        "id": "c",
+                        "type": "function",
+                        "function": {"name": "searchKnowledge", "arguments": "{}"},
+                    }
+                ],
+            },
+            {"role": "tool", "tool_call_id": "c", "content": "x"},
+        ],
+    }
     t0 = time.perf_counter()
     first = None
     with _CLIENT.stream("POST", f"{base}/chat/completions", json=body) as r:
@@ -187,8 +233,15 @@ def _forced_injection(base: str, data_dir: str, message: str) -> Sample:
     t0 = time.perf_counter()
     result = loop.run_until_complete(kb.search(message, top_k=3, candidates=12))  # type: ignore[attr-defined]
     knowledge = "\n\n".join(h.chunk.text for h in result.hits[:3])
-    system = prompts.career_system(True) + "\n【重要】你必須根據以下知識庫內容來回答，不可忽略或自行編造\n知識庫：\n" + knowledge
+    system = (
+        prompts.career_system(True)
+        + "\n【重要】你必須根據以下知識庫內容來回答，不可忽略或自行編造\n知識庫：\n"
+        + knowledge
+    )
     search_ms = 1000 * (time.perf_counter() - t0)
-    s = _provider_direct(base, tool_round=True, messages=[{"role": "system", "content": system},
-                                                          {"role": "user", "content": message}])
+    s = _provider_direct(
+        base,
+        tool_round=True,
+        messages=[{"role": "system", "content": system}, {"role": "user", "content": message}],
+    )
     return Sample(search_ms + s.first_text_ms, search_ms + s.total_ms, s.prompt_tokens)

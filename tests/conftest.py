@@ -41,8 +41,9 @@ def _corpus_key(embedder: Embedder) -> str:
 
     h = hashlib.sha256(embedder.name.encode())
     pkg = Path(careerwise.__file__).parent
-    for path in sorted([*BUNDLED_CORPUS.glob("*.md"), *(pkg / "knowledge").glob("*.py"),
-                        *(pkg / "store").rglob("*.py")]):
+    for path in sorted(
+        [*BUNDLED_CORPUS.glob("*.md"), *(pkg / "knowledge").glob("*.py"), *(pkg / "store").rglob("*.py")]
+    ):
         h.update(path.name.encode())
         h.update(path.read_bytes())
     return h.hexdigest()[:16]

@@ -26,7 +26,7 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        svc = services or await asyncio.to_thread(build_services, settings)
+        svc: Services = services if services is not None else await asyncio.to_thread(build_services, settings)
         app.state.services = svc
         await svc.prepare_knowledge()
         warm = getattr(svc.provider, "warm", None)

@@ -11,6 +11,7 @@ import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import cast
 from typing import TYPE_CHECKING
 
 from sqlalchemy import select
@@ -25,7 +26,7 @@ from careerwise.errors import (
     NotFoundError,
     UserInputError,
 )
-from careerwise.events import DoneEvent, ErrorEvent, Event, RouteEvent
+from careerwise.events import DoneEvent, ErrorEvent, Event, Intent, RouteEvent, Tier
 from careerwise.flows.base import FlowContext, FlowOptions, FlowRegistry, TurnState
 from careerwise.llm.types import ChatMessage, LLMProvider
 from careerwise.routing.router import Router
@@ -164,9 +165,9 @@ class Engine:
                     decision = await self.router.route(message)
                     flow_name, flow = self.flows.lookup(decision.intent, decision.tier)
                     route = RouteEvent(
-                        intent=decision.intent,
-                        tier=decision.tier,
-                        layer=decision.layer,  # type: ignore[arg-type]
+                        intent=cast(Intent, decision.intent),
+                        tier=cast(Tier | None, decision.tier),
+                        layer=decision.layer,
                         rule_id=decision.rule_id,
                         flow=flow_name,
                         reasons=decision.reasons,

@@ -54,7 +54,9 @@ def test_search_finds_summers_article(cli_env: Settings) -> None:
 def test_ingest_is_idempotent_and_reports_bad_files(cli_env: Settings, tmp_path: Path) -> None:
     folder = tmp_path / "docs"
     folder.mkdir()
-    (folder / "note.md").write_text("# 我的筆記\n\n## 重點\n\n談薪水前先查行情。面試前準備故事。", encoding="utf-8")
+    (folder / "note.md").write_text(
+        "# 我的筆記\n\n## 重點\n\n談薪水前先查行情。面試前準備故事。", encoding="utf-8"
+    )
     (folder / "broken.pdf").write_bytes(b"%PDF-1.4 not really a pdf")
     (folder / "blob.txt").write_bytes(b"\x00\xff" * 50)
     runner = CliRunner()

@@ -45,7 +45,9 @@ def test_sse_stream_arrives_while_the_provider_is_still_streaming(
 def test_tool_call_event_shows_requested_and_effective_arguments(
     fake_llm: FakeLLM, live_server: Callable[..., LiveServer]
 ) -> None:
-    fake_llm.script(tool_calls(Call("searchKnowledge", {"query": "薪水談判技巧", "top_k": 5})), text("好的。"))
+    fake_llm.script(
+        tool_calls(Call("searchKnowledge", {"query": "薪水談判技巧", "top_k": 5})), text("好的。")
+    )
     server = live_server()
     with client(server) as c:
         r = c.post("/api/chat", json={"message": "怎麼談薪水？"})
@@ -149,8 +151,12 @@ def test_readyz_is_503_when_the_knowledge_base_failed(live_server: Callable[...,
     with client(server) as c:
         r = c.get("/readyz")
     assert r.status_code == 503
-    assert r.json()["checks"]["knowledge"] == {"state": "failed", "chunks": 0, "version": "unknown",
-                                                "error": "OSError: disk gone"}
+    assert r.json()["checks"]["knowledge"] == {
+        "state": "failed",
+        "chunks": 0,
+        "version": "unknown",
+        "error": "OSError: disk gone",
+    }
 
 
 def test_openapi_schema_is_served(live_server: Callable[..., LiveServer]) -> None:

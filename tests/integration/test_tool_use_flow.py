@@ -35,7 +35,9 @@ def answer(events: list[Any]) -> str:
     return "".join(e.text for e in events if isinstance(e, DeltaEvent))
 
 
-async def test_path_b_streams_text_without_tools(fake_llm: FakeLLM, make_services: Callable[..., Services]) -> None:
+async def test_path_b_streams_text_without_tools(
+    fake_llm: FakeLLM, make_services: Callable[..., Services]
+) -> None:
     fake_llm.script(text("面試前先研究公司產品，準備三個具體案例。", chunk_size=3))
     events = await run_turn(make_services(), "面試要怎麼準備")
     assert kinds(events) == ["route", "delta", "done"]
@@ -67,8 +69,12 @@ async def test_path_a_runs_the_tool_and_phase3_carries_the_result(
     assert events[-1].path == "A"
     phase3 = fake_llm.requests[1]["messages"]
     assistant = phase3[-2]
-    assert assistant["role"] == "assistant" and assistant["content"] == ""  # never null (llama.cpp rejects it)
-    assert assistant["tool_calls"][0]["function"]["arguments"] == json.dumps({"query": "薪水談判技巧"}, ensure_ascii=False)
+    assert (
+        assistant["role"] == "assistant" and assistant["content"] == ""
+    )  # never null (llama.cpp rejects it)
+    assert assistant["tool_calls"][0]["function"]["arguments"] == json.dumps(
+        {"query": "薪水談判技巧"}, ensure_ascii=False
+    )
     tool_msg = phase3[-1]
     assert tool_msg["role"] == "tool" and tool_msg["tool_call_id"] == "call_1"
     assert result.sources[0].id in tool_msg["content"]
@@ -227,7 +233,9 @@ async def test_stalled_upstream_hits_the_read_deadline(
     assert events[-1].status == "error"
 
 
-async def test_turn_deadline_ends_a_slow_drip(fake_llm: FakeLLM, make_services: Callable[..., Services]) -> None:
+async def test_turn_deadline_ends_a_slow_drip(
+    fake_llm: FakeLLM, make_services: Callable[..., Services]
+) -> None:
     fake_llm.script(text("慢" * 50, chunk_size=1, delay=0.1))
     events = await run_turn(make_services(turn_deadline=0.6))
     assert next(e for e in events if isinstance(e, ErrorEvent)).code == "llm_timeout"
@@ -237,7 +245,9 @@ async def test_turn_deadline_ends_a_slow_drip(fake_llm: FakeLLM, make_services: 
 async def test_provider_without_tools_degrades_to_path_b(
     fake_llm: FakeLLM, make_services: Callable[..., Services]
 ) -> None:
-    fake_llm.script(error(400, {"error": {"message": "tools are not supported by this model"}}), text("一般建議。"))
+    fake_llm.script(
+        error(400, {"error": {"message": "tools are not supported by this model"}}), text("一般建議。")
+    )
     events = await run_turn(make_services())
     degraded = [e for e in events if isinstance(e, DegradedEvent)]
     assert [d.reason for d in degraded] == ["tools_unsupported"]
@@ -287,7 +297,9 @@ async def test_greeting_rule_skips_tools(fake_llm: FakeLLM, make_services: Calla
     assert "tools" not in fake_llm.requests[0]
 
 
-async def test_history_from_the_conversation_is_sent(fake_llm: FakeLLM, make_services: Callable[..., Services]) -> None:
+async def test_history_from_the_conversation_is_sent(
+    fake_llm: FakeLLM, make_services: Callable[..., Services]
+) -> None:
     fake_llm.script(text("第一題的回答。"), text("第二題的回答。"))
     services = make_services()
     first = await run_turn(services, "我在考慮轉職")

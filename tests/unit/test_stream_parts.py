@@ -73,11 +73,21 @@ def test_assistant_tool_call_message_has_empty_string_content() -> None:
 def test_sse_frame() -> None:
     frame = event_to_sse(DeltaEvent(text="嗨", phase=1)).decode()
     assert frame.startswith("event: delta\ndata: ") and frame.endswith("\n\n")
-    assert json.loads(frame.split("data: ", 1)[1]) == {"type": "delta", "text": "嗨", "phase": 1, "notice": False}
+    assert json.loads(frame.split("data: ", 1)[1]) == {
+        "type": "delta",
+        "text": "嗨",
+        "phase": 1,
+        "notice": False,
+    }
 
 
 def test_tool_call_event_carries_both_argument_sets() -> None:
-    e = ToolCallEvent(call_id="c", name="searchKnowledge", requested_arguments={"query": "q", "top_k": 5},
-                      effective_arguments={"query": "q", "top_k": 15}, reason="override")
+    e = ToolCallEvent(
+        call_id="c",
+        name="searchKnowledge",
+        requested_arguments={"query": "q", "top_k": 5},
+        effective_arguments={"query": "q", "top_k": 15},
+        reason="override",
+    )
     data = json.loads(e.model_dump_json())
     assert data["requested_arguments"]["top_k"] == 5 and data["effective_arguments"]["top_k"] == 15

@@ -45,7 +45,9 @@ def status_for(exc: CareerWiseError) -> int:
 def _describe(errors: list[dict[str, object]]) -> str:
     parts = []
     for e in errors:
-        loc = ".".join(str(p) for p in e.get("loc", ()) if p != "body")  # type: ignore[union-attr]
+        raw = e.get("loc", ())
+        path = raw if isinstance(raw, list | tuple) else ()
+        loc = ".".join(str(p) for p in path if p != "body")
         parts.append(f"{loc or 'body'}: {e.get('msg')}")
     return "; ".join(parts)
 

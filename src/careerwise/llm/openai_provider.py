@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
+import httpx2
 import openai
 
 from careerwise.errors import LLMError, LLMTimeoutError, LLMToolsUnsupportedError, LLMUnavailableError
@@ -27,15 +28,14 @@ class OpenAIProvider:
         connect_timeout: float,
         read_timeout: float,
         stream_usage: bool = True,
-        http_client: httpx.AsyncClient | None = None,
     ) -> None:
         self.name = "openai-compatible"
         self.model = model
         self._stream_usage = stream_usage
-        timeout = httpx.Timeout(read_timeout, connect=connect_timeout)
+        timeout = openai.Timeout(read_timeout, connect=connect_timeout)
         # Retries are ours (one layer, never after the first visible token), so the SDK's are off.
         self._client = openai.AsyncOpenAI(
-            base_url=base_url, api_key=api_key, max_retries=0, timeout=timeout, http_client=http_client
+            base_url=base_url, api_key=api_key, max_retries=0, timeout=timeout
         )
 
     async def aclose(self) -> None:
@@ -69,7 +69,7 @@ class OpenAIProvider:
             raise LLMUnavailableError(f"{self.name}: connection failed: {exc}") from exc
         except openai.APIStatusError as exc:
             raise _status_error(exc, tools_offered=bool(request.tools)) from exc
-        except httpx.HTTPError as exc:  # a reset mid-stream surfaces as a raw httpx error
+        except (httpx2.HTTPError, httpx.HTTPError) as exc:  # a reset mid-stream surfaces as a raw HTTP error
             raise LLMUnavailableError(f"{self.name}: stream broke: {exc!r}") from exc
 
 
