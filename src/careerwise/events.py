@@ -15,10 +15,14 @@ class _Event(BaseModel):
     model_config = ConfigDict(frozen=True)
 
 
+Intent = Literal["greeting", "career", "resume", "booking"]
+Tier = Literal["simple", "medium", "complex"]
+
+
 class RouteEvent(_Event):
     type: Literal["route"] = "route"
-    intent: Literal["greeting", "career", "resume", "booking"]
-    tier: Literal["simple", "medium", "complex"] | None = None
+    intent: Intent
+    tier: Tier | None = None
     layer: str
     rule_id: str | None = None
     flow: str
