@@ -4,13 +4,19 @@ from __future__ import annotations
 
 import sys
 
-from bench import local_seed, search, ttft
+from bench import deep, local_seed, routing, search, ttft
 
 
 def main() -> None:
     selected = set(sys.argv[1:])
     # local_seed runs the embedded model (minutes): only when asked for by name
-    for name, module in (("ttft", ttft), ("local_seed", local_seed), ("search", search)):
+    for name, module in (
+        ("ttft", ttft),
+        ("routing", routing),
+        ("search", search),
+        ("deep", deep),
+        ("local_seed", local_seed),
+    ):
         if (selected and name not in selected) or (not selected and name == "local_seed"):
             continue
         print("\n".join(module.run()), flush=True)
