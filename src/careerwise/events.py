@@ -89,7 +89,9 @@ class ReportEvent(_Event):
     type: Literal["report"] = "report"
     title: str
     sections: list[ReportSection]
-    path: str | None = Field(default=None, description="Which deep path wrote it: parallel, chain or excerpts.")
+    path: str | None = Field(
+        default=None, description="Which deep path wrote it: parallel, chain or excerpts."
+    )
     missing_facets: list[str] = Field(
         default_factory=list, description="Facets shown as having no analysis, e.g. 'market: no_knowledge'."
     )

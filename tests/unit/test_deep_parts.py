@@ -103,6 +103,8 @@ def test_split_query_takes_the_last_search_line() -> None:
     assert split_query(text) == ("- 想轉職\n- 沒經驗", "前端 轉職 作品集")
     assert split_query("- wants a change\nSEARCH: frontend switch") == ("- wants a change", "frontend switch")
     assert split_query("- 只有分析") == ("- 只有分析", None)
+    local = "1. **目前的背景**：想轉職\n5. **搜尋**：React, Vue.js"  # what the embedded model wrote
+    assert split_query(local) == ("1. **目前的背景**：想轉職", "React, Vue.js")
 
 
 # --------------------------------------------------------------------------- the guard
@@ -181,6 +183,7 @@ def test_check_statements_and_the_report() -> None:
                 {"text": "前端工程師平均月薪 70,000 元", "cites": ["A1"]},
                 {"text": "基本工資會一直漲", "cites": []},
             ],
+            "growth": [{"text": "2026 年起基本工資為每月 29,500 元", "cites": ["A1"]}],  # not growth's
             "actions": [{"text": "用基本工資倍數法看薪資位置", "cites": ["A2"]}],
         }
     )
@@ -189,14 +192,18 @@ def test_check_statements_and_the_report() -> None:
         "2026 年起基本工資為每月 29,500 元",
         "時薪是 196 元，2026 年起基本工資為每月 29,500 元",
     ]
-    assert [why for _, why in checked.dropped] == ["numbers not in its sources: 70000", "cites nothing"]
+    assert [why for _, why in checked.dropped] == [
+        "numbers not in its sources: 70000",
+        "cites nothing",
+        "cites nothing from the growth facet",
+    ]
 
     ctx = _ctx()
     report, notes = build_report(ctx, results, checked)
     assert [s.heading for s in report.sections] == ["市場分析", "成長建議", "實戰準備", "行動建議"]
     assert [s.body for s in report.sections[1:3]] == ["此面向暫無分析資料"] * 2
     assert report.missing_facets == ["growth: no_knowledge", "practice: timeout"]
-    assert report.dropped_statements == 2 and notes == []
+    assert report.dropped_statements == 3 and notes == []
     assert [s.id for s in report.sections[0].sources] == ["a-salary"] and report.sections[
         0
     ].risk_level == "medium"
@@ -248,6 +255,15 @@ def test_apply_review_refuses_what_is_not_a_grounded_correction(
     review = ReflectionOutput(corrections=corrections, comparison=revision)
     final, changes, refused = apply_review(draft, review, allowed=["29,500"])
     assert final == draft and changes == [] and len(refused) == 1 and why in refused[0]
+
+
+def test_a_revised_section_may_come_as_a_list_of_lines() -> None:
+    review = _deep.parse_model(
+        ReflectionOutput, '{"corrections": ["x"], "advice": ["- 第一步", " ", "- 第二步"]}'
+    )
+    assert review.advice == "- 第一步\n- 第二步" and review.background is None
+    with pytest.raises(ValueError, match="advice"):
+        _deep.parse_model(ReflectionOutput, '{"corrections": [], "advice": {"text": "x"}}')
 
 
 def test_claimed_corrections_without_a_change_are_not_recorded() -> None:

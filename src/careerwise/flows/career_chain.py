@@ -45,8 +45,10 @@ HEADINGS = {
     "comparison": ("知識庫比對", "What the knowledge base says"),
     "advice": ("個人化建議", "Personalised advice"),
 }
+# 「搜尋：前端 轉職」, also as a list item or in bold: 「5. **搜尋**：…」, 「- SEARCH: …」
 _QUERY_LINE = re.compile(
-    r"^\s*(?:[-*]\s*)?(?:搜尋|搜索|查詢|search(?:\s+query)?)\s*[:：]\s*(.+?)\s*$", re.I | re.M
+    r"^\s*(?:[-*•]\s*|\d{1,2}[.)、]\s*)?\**\s*(?:搜尋|搜索|查詢|關鍵詞|search(?:\s+query)?)\s*\**\s*[:：]\s*\**\s*(.+?)\s*$",
+    re.I | re.M,
 )
 
 BACKGROUND_ZH = """你是 Summer，一位台灣的職涯教練。這是三步分析的第一步：背景分析。
@@ -110,6 +112,8 @@ class ReflectionOutput(BaseModel):
     @field_validator("background", "comparison", "advice", mode="before")
     @classmethod
     def _section(cls, v: object) -> object:
+        if isinstance(v, list) and all(isinstance(i, str) for i in v):
+            v = "\n".join(i.strip() for i in v if i.strip())  # a section written as a list of its lines
         return v.strip() or None if isinstance(v, str) else v
 
 
@@ -129,7 +133,7 @@ def split_query(text: str) -> tuple[str, str | None]:
     if not matches:
         return text.strip(), None
     last = matches[-1]
-    query = last.group(1).strip(" 「」\"'")
+    query = last.group(1).strip(" 「」\"'*")
     return (text[: last.start()] + text[last.end() :]).strip(), query or None
 
 

@@ -275,14 +275,14 @@ MERGE_ZH = f"""你是{MERGE_ROLE}，負責把三位分析師的回報整合成�
 每一句陳述都必須在 cites 列出它根據的編號（例如 "A1"、"B2"）；找不到根據的句子不要寫。
 回傳嚴格的 JSON，只輸出 JSON：
 {{"market": [{{"text": "…", "cites": ["A1"]}}], "growth": [{{"text": "…", "cites": ["B1"]}}], "practice": [{{"text": "…", "cites": ["C1"]}}], "actions": [{{"text": "…", "cites": ["A4", "B5"]}}]}}
-market 寫 A 的內容、growth 寫 B、practice 寫 C，各 2 到 3 句；actions 是 2 到 4 個綜合的下一步行動，引用洞察。
+market 只寫 A 的內容（每句至少引用一個 A 編號）、growth 只寫 B、practice 只寫 C，各 2 到 3 句；actions 是 2 到 4 個綜合的下一步行動，引用洞察。
 某位分析師沒有回報時，對應的欄位回傳空陣列。"""
 MERGE_EN = f"""You are the editor-in-chief ({MERGE_ROLE}): combine the three analysts' reports into one career-advice report, in English.
 ⛔ No outside knowledge: use only what the reports below say; add no facts, figures, companies or tool names they do not contain.
 Every statement must list in "cites" the ids it rests on (e.g. "A1", "B2"); do not write a statement you cannot cite.
 Reply with strict JSON only:
 {{"market": [{{"text": "…", "cites": ["A1"]}}], "growth": [{{"text": "…", "cites": ["B1"]}}], "practice": [{{"text": "…", "cites": ["C1"]}}], "actions": [{{"text": "…", "cites": ["A4", "B5"]}}]}}
-market from A, growth from B, practice from C, 2-3 statements each; actions: 2-4 combined next steps citing the insights.
+market only from A (each statement cites at least one A id), growth only from B, practice only from C, 2-3 statements each; actions: 2-4 combined next steps citing the insights.
 When an analyst has no report, return an empty list for that key."""
 
 
@@ -324,7 +324,8 @@ class Checked:
 
 def check_statements(merge: MergeOutput, items: dict[str, Item], message: str) -> Checked:
     """Keep the statements that point at findings and assert nothing those findings (their passages, the
-    user's message) do not contain; the others are dropped with the reason."""
+    user's message) do not contain; the others are dropped with the reason. A facet's section keeps only
+    statements that cite at least one of that facet's items (the others repeat another section)."""
     kept: dict[str, list[tuple[str, list[Item]]]] = {}
     dropped: list[tuple[str, str]] = []
     for key in ("market", "growth", "practice", "actions"):
@@ -336,6 +337,9 @@ def check_statements(merge: MergeOutput, items: dict[str, Item], message: str) -
             if not cited:
                 why = "cites nothing" if not st.cites else f"cites unknown ids {st.cites}"
                 dropped.append((st.text, why))
+                continue
+            if key != "actions" and all(it.result.facet.key != key for it in cited):
+                dropped.append((st.text, f"cites nothing from the {key} facet"))  # said in its own section
                 continue
             chunks = {h.chunk.id: h.chunk.text for it in cited for h in it.result.hits}
             problem = _deep.unsupported(st.text, [it.text for it in cited], [message, *chunks.values()])

@@ -8,7 +8,6 @@ from typing import Any
 from careerwise.events import (
     DegradedEvent,
     DeltaEvent,
-    DoneEvent,
     ErrorEvent,
     Event,
     ReportEvent,
@@ -30,6 +29,7 @@ class TraceRecorder:
         self.route: RouteEvent | None = None
         self.degraded: list[DegradedEvent] = []
         self.error: ErrorEvent | None = None
+        self.report: ReportEvent | None = None
         self.deltas = 0
 
     def observe(self, event: Event) -> None:
@@ -60,7 +60,9 @@ class TraceRecorder:
                 self.degraded.append(event)
             case ErrorEvent():
                 self.error = event
-            case ReportEvent() | DoneEvent():
+            case ReportEvent():
+                self.report = event
+            case _:
                 pass
         payload: dict[str, Any] = event.model_dump(mode="json")
         self.rows.append(
@@ -69,4 +71,11 @@ class TraceRecorder:
 
     @property
     def text(self) -> str:
-        return "".join(self.answer)
+        """The assistant message as stored: the streamed text, or the report as Markdown, so the next
+        turn's history carries what the user read."""
+        streamed = "".join(self.answer)
+        if self.report is None:
+            return streamed
+        sections = "\n\n".join(f"## {sec.heading}\n{sec.body}" for sec in self.report.sections)
+        report = f"# {self.report.title}\n\n{sections}" if self.report.title else sections
+        return f"{streamed}\n\n{report}" if streamed else report
