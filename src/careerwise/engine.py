@@ -11,7 +11,7 @@ import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from sqlalchemy import select
 
@@ -25,7 +25,7 @@ from careerwise.errors import (
     NotFoundError,
     UserInputError,
 )
-from careerwise.events import DoneEvent, ErrorEvent, Event, Intent, RouteEvent, Tier
+from careerwise.events import DoneEvent, ErrorEvent, Event, RouteEvent
 from careerwise.flows.base import FlowContext, FlowOptions, FlowRegistry, TurnState
 from careerwise.llm.types import ChatMessage, LLMProvider
 from careerwise.routing.router import Router
@@ -163,24 +163,8 @@ class Engine:
                 async with asyncio.timeout(self.limits.turn_deadline):
                     decision = await self.router.route(message)
                     flow_name, flow = self.flows.lookup(decision.intent, decision.tier)
-                    route = RouteEvent(
-                        intent=cast(Intent, decision.intent),
-                        tier=cast(Tier | None, decision.tier),
-                        layer=decision.layer,
-                        rule_id=decision.rule_id,
-                        flow=flow_name,
-                        reasons=decision.reasons,
-                        scores=decision.scores,
-                        top=decision.top,
-                        margin=decision.margin,
-                        threshold=decision.threshold,
-                        required_margin=decision.required_margin,
-                        llm_intent=decision.llm_intent,
-                        llm_confidence=decision.llm_confidence,
-                        fallback=decision.fallback,
-                        tier_reasons=decision.tier_reasons,
-                        duration_ms=decision.duration_ms,
-                    )
+                    # the routing record as the router made it: one mapping, no field-by-field copy
+                    route = RouteEvent.model_validate({**decision.to_json(), "flow": flow_name})
                     recorder.observe(route)
                     yield route
                     ctx = FlowContext(

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -269,25 +270,52 @@ class KnowledgeIndex:
         dense = self.dense_scores(query, qvec)
         lexical = self.bm25.scores(query)
         mask = domain_mask(self._domain_masks, len(self.chunks), domains)
-        relevant = mask & (
-            (relevance(dense, self.domain_score(qvec), fusion) >= fusion.min_dense)
-            | (lexical >= fusion.min_lexical)
+        return gate_and_fuse(
+            query,
+            self.chunks,
+            dense,
+            lexical,
+            mask,
+            domain_score=self.domain_score(qvec),
+            fusion=fusion,
+            pool=max(candidates, top_k),
+            domains=domains,
         )
-        matched = int(relevant.sum())
-        if fusion.gate and matched == 0:
-            return SearchResult(query=query, hits=[], matched=0)
-        idx = np.flatnonzero(mask) if domains else np.arange(len(self.chunks))
-        if idx.size == 0:
-            return SearchResult(query=query, hits=[], matched=0)
-        sub = (dense[idx], lexical[idx]) if domains else (dense, lexical)
-        order, fused = fused_top(*sub, fusion, max(candidates, top_k))
-        hits = [
-            Hit(
-                chunk=self.chunks[int(idx[o])],
-                score=float(f),
-                dense=float(dense[idx[o]]),
-                lexical=float(lexical[idx[o]]),
-            )
-            for o, f in zip(order, fused, strict=True)
-        ]
-        return SearchResult(query=query, hits=hits, matched=matched)
+
+
+def gate_and_fuse(
+    query: str,
+    chunks: Sequence[IndexedChunk],
+    dense: npt.NDArray[np.floating[Any]],
+    lexical: npt.NDArray[np.floating[Any]],
+    mask: npt.NDArray[np.bool_],
+    *,
+    domain_score: float,
+    fusion: FusionConfig,
+    pool: int,
+    domains: Sequence[str] | None,
+) -> SearchResult:
+    """The part every backend shares once it has dense and BM25 scores for all chunks: the relevance
+    gate, the fused ranking over the domain subset, and the hits. A dense score a backend did not
+    compute (-inf, the HNSW path) is reported as 0.0."""
+    relevant = mask & (
+        (relevance(dense, domain_score, fusion) >= fusion.min_dense) | (lexical >= fusion.min_lexical)
+    )
+    matched = int(relevant.sum())
+    if fusion.gate and matched == 0:
+        return SearchResult(query=query, hits=[], matched=0)
+    idx = np.flatnonzero(mask) if domains else np.arange(len(chunks))
+    if idx.size == 0:
+        return SearchResult(query=query, hits=[], matched=0)
+    sub = (dense[idx], lexical[idx]) if domains else (dense, lexical)
+    order, fused = fused_top(*sub, fusion, pool)
+    hits = [
+        Hit(
+            chunk=chunks[int(idx[o])],
+            score=float(f),
+            dense=float(dense[idx[o]]) if np.isfinite(dense[idx[o]]) else 0.0,
+            lexical=float(lexical[idx[o]]),
+        )
+        for o, f in zip(order, fused, strict=True)
+    ]
+    return SearchResult(query=query, hits=hits, matched=matched)

@@ -39,13 +39,11 @@ from sqlalchemy.engine import Connection, Engine
 from careerwise.knowledge.embeddings import LANGS, LanguageCentering, Vector, detect_lang
 from careerwise.knowledge.index import (
     FusionConfig,
-    Hit,
     IndexedChunk,
     SearchResult,
     domain_mask,
     domain_masks,
-    fused_top,
-    relevance,
+    gate_and_fuse,
     stable_top,
 )
 from careerwise.knowledge.lexical import BM25Index
@@ -294,25 +292,14 @@ class PgVectorIndex:
             dense = self.dense_scores(
                 query, qvec, domains=domains, depth=depth, extra_ids=self._ids[lexical_best].tolist()
             )
-        relevant = mask & (
-            (relevance(dense, self.domain_score(qvec), fusion) >= fusion.min_dense)
-            | (lexical >= fusion.min_lexical)
+        return gate_and_fuse(
+            query,
+            self.chunks,
+            dense,
+            lexical,
+            mask,
+            domain_score=self.domain_score(qvec),
+            fusion=fusion,
+            pool=pool,
+            domains=domains,
         )
-        matched = int(relevant.sum())
-        if fusion.gate and matched == 0:
-            return SearchResult(query=query, hits=[], matched=0)
-        idx = np.flatnonzero(mask) if domains else np.arange(len(self.chunks))
-        if idx.size == 0:
-            return SearchResult(query=query, hits=[], matched=0)
-        sub = (dense[idx], lexical[idx]) if domains else (dense, lexical)
-        order, fused = fused_top(*sub, fusion, pool)
-        hits = [
-            Hit(
-                chunk=self.chunks[int(idx[o])],
-                score=float(f),
-                dense=float(dense[idx[o]]) if np.isfinite(dense[idx[o]]) else 0.0,
-                lexical=float(lexical[idx[o]]),
-            )
-            for o, f in zip(order, fused, strict=True)
-        ]
-        return SearchResult(query=query, hits=hits, matched=matched)
