@@ -109,6 +109,10 @@ def make_settings(tmp_path: Path, corpus_db: Path, fake_llm: FakeLLM) -> Setting
             # layer 3 of the router would take the fake's scripted replies meant for the flow; the
             # routing tests exercise it with their own scripts
             "routing_llm": False,
+            # most tests send many turns from 127.0.0.1; the limits have their own tests
+            "anonymous_chat_per_minute": 0,
+            "user_chat_per_minute": 0,
+            "login_per_minute": 0,
         }
         values.update(overrides)
         return Settings(_env_file=None, **values)  # type: ignore[call-arg]

@@ -13,9 +13,25 @@ from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 
 from careerwise import __version__
-from careerwise.api import chat, errors, health, line, openai_compat
+from careerwise.api import (
+    admin,
+    auth,
+    bookings,
+    chat,
+    conversations,
+    errors,
+    feedback,
+    health,
+    knowledge,
+    line,
+    metrics,
+    openai_compat,
+    resumes,
+)
+from careerwise.api.security_headers import SecurityHeaders
 from careerwise.config import Settings, get_settings
 from careerwise.services import Services, build_services
+from careerwise.tracing.masking import install_log_masking
 
 log = logging.getLogger(__name__)
 WEB = Path(__file__).parent / "web"
@@ -26,8 +42,11 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        svc: Services = services if services is not None else await asyncio.to_thread(build_services, settings)
+        svc: Services = (
+            services if services is not None else await asyncio.to_thread(build_services, settings)
+        )
         app.state.services = svc
+        install_log_masking()  # the root logger's handlers, as uvicorn's workers configured them
         await svc.prepare_knowledge()
         warm = getattr(svc.provider, "warm", None)
         warm_task = asyncio.create_task(warm()) if warm else None
@@ -42,10 +61,20 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
 
     app = FastAPI(title="CareerWise", version=__version__, lifespan=lifespan)
     errors.install(app)
+    app.add_middleware(auth.CrossSiteGuard, trusted_origins=settings.trusted_origins)
+    metrics.install(app)  # GET /metrics; counts every request, the guard's refusals included
+    app.add_middleware(SecurityHeaders)  # outermost: the guard's refusals carry the headers too
     app.include_router(health.router)
+    app.include_router(auth.router)
     app.include_router(chat.router)
+    app.include_router(feedback.router)
+    app.include_router(conversations.router)
+    app.include_router(knowledge.router)
+    app.include_router(bookings.router)
+    app.include_router(resumes.router)
     app.include_router(line.router)
     app.include_router(openai_compat.router)
+    app.include_router(admin.router)
     app.mount("/static", StaticFiles(directory=WEB / "static"), name="static")
 
     @app.get("/", include_in_schema=False)

@@ -21,8 +21,11 @@ from rich.progress import Progress
 from careerwise.cli_admin import settings_app, traces_app
 from careerwise.cli_apikeys import apikeys_app
 from careerwise.cli_routing import eval_routing, route
-from careerwise.config import get_settings
+from careerwise.cli_slots import slots_app
+from careerwise.cli_users import users_app
+from careerwise.config import Settings, get_settings
 from careerwise.errors import CareerWiseError
+from careerwise.tracing.masking import install_log_masking
 
 app = typer.Typer(
     help="CareerWise: Summer, an open-source career coach.",
@@ -33,6 +36,8 @@ console = Console(stderr=True)
 app.add_typer(settings_app, name="settings")
 app.add_typer(traces_app, name="traces")
 app.add_typer(apikeys_app, name="apikeys")
+app.add_typer(slots_app, name="slots")
+app.add_typer(users_app, name="users")
 app.command("route")(route)
 
 
@@ -41,12 +46,16 @@ def _logging(verbose: bool) -> None:
         level=logging.INFO if verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    install_log_masking()  # e-mails, phones, LINE ids out of every log line (tracing/masking.py)
 
 
 @app.command()
 def serve(
     host: Annotated[str | None, typer.Option(help="Interface to bind.")] = None,
     port: Annotated[int | None, typer.Option(help="Port to listen on.")] = None,
+    workers: Annotated[
+        int, typer.Option(min=1, max=64, help="App processes (share state through the database).")
+    ] = 1,
 ) -> None:
     """Serve the chat page and the API."""
     import uvicorn
@@ -55,13 +64,34 @@ def serve(
 
     _logging(True)
     settings = get_settings()
-    uvicorn.run(
-        create_app(settings),
-        host=host or settings.host,
-        port=port or settings.port,
-        log_level="info",
-        timeout_graceful_shutdown=5,
-    )
+    common = {
+        "host": host or settings.host,
+        "port": port or settings.port,
+        "log_level": "info",
+        "timeout_graceful_shutdown": 5,
+    }
+    if workers == 1:
+        uvicorn.run(create_app(settings), **common)  # type: ignore[arg-type]
+        return
+    # migrate and ingest once here, so the workers do not race each other through Alembic and the ingest
+    asyncio.run(_prepare_store(settings))
+    uvicorn.run("careerwise.app:create_app", factory=True, workers=workers, **common)  # type: ignore[arg-type]
+
+
+async def _prepare_store(settings: Settings) -> None:
+    from careerwise.knowledge.embeddings import make_embedder
+    from careerwise.knowledge.ingest import current_version, ingest_paths
+    from careerwise.knowledge.service import BUNDLED_CORPUS
+    from careerwise.store import Database
+
+    db = Database(settings.resolved_database_url)
+    try:
+        await asyncio.to_thread(db.migrate)
+        if settings.ingest_on_start and await current_version(db) == "empty":
+            embedder = await asyncio.to_thread(make_embedder, settings.embedding_model)
+            await ingest_paths(db, embedder, [BUNDLED_CORPUS])
+    finally:
+        await db.dispose()
 
 
 @app.command()

@@ -8,11 +8,12 @@ from typing import Annotated, Any
 
 import typer
 from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from careerwise.assistant_settings import DEFAULT_ASSISTANT, KEYS, SettingsStore
 from careerwise.config import get_settings
 from careerwise.errors import UserInputError
-from careerwise.store import Database, ToolCallRecord, Trace, TraceEvent
+from careerwise.store import Database, ToolCallRecord, Trace, TraceEvent, TraceSpan
 
 settings_app = typer.Typer(
     help="Show and change assistant settings (stored in the database).", no_args_is_help=True
@@ -121,9 +122,11 @@ async def load_trace(db: Database, trace_id: str) -> dict[str, Any] | None:
                 select(ToolCallRecord).where(ToolCallRecord.trace_id == trace_id).order_by(ToolCallRecord.id)
             )
         ).all()
+        spans = (await _spans(s, [trace_id])).get(trace_id, [])
     return {
         "id": trace.id,
         "conversation_id": trace.conversation_id,
+        "assistant_id": trace.assistant_id,
         "channel": trace.channel,
         "intent": trace.intent,
         "tier": trace.tier,
@@ -152,25 +155,80 @@ async def load_trace(db: Database, trace_id: str) -> dict[str, Any] | None:
             for c in calls
         ],
         "events": [{"seq": e.seq, "t_ms": e.t_ms, **e.payload} for e in events],
+        "spans": spans,
     }
 
 
+async def _spans(s: AsyncSession, trace_ids: list[str]) -> dict[str, list[dict[str, Any]]]:
+    """The turns' spans (routing, LLM calls, tool calls, degradations, errors) in start order."""
+    rows = (
+        await s.scalars(
+            select(TraceSpan)
+            .where(TraceSpan.trace_id.in_(trace_ids))
+            .order_by(TraceSpan.trace_id, TraceSpan.seq)
+        )
+    ).all()
+    out: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        out.setdefault(r.trace_id, []).append(
+            {
+                "seq": r.seq,
+                "kind": r.kind,
+                "name": r.name,
+                "start_ms": r.start_ms,
+                "duration_ms": r.duration_ms,
+                "status": r.status,
+                "attributes": r.attributes,
+            }
+        )
+    return out
+
+
+def _span_summary(spans: list[dict[str, Any]]) -> str:
+    counts: dict[str, int] = {}
+    for span in spans:
+        counts[span["kind"]] = counts.get(span["kind"], 0) + 1
+    return ", ".join(f"{kind}×{n}" if n > 1 else kind for kind, n in counts.items())
+
+
 @traces_app.command("list")
-def traces_list(limit: Annotated[int, typer.Option(min=1, max=1000)] = 20) -> None:
-    """The latest turns, newest first."""
+def traces_list(
+    limit: Annotated[int, typer.Option(min=1, max=1000)] = 20,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="One JSON object per turn, with its spans.")
+    ] = False,
+) -> None:
+    """The latest turns, newest first, with their spans (route, llm, tool, degraded, error)."""
 
     async def run() -> None:
         db = _db()
         try:
             async with db.session() as s:
                 rows = (await s.scalars(select(Trace).order_by(Trace.started_at.desc()).limit(limit))).all()
+                spans = await _spans(s, [t.id for t in rows])
         finally:
             await db.dispose()
         for t in rows:
+            if as_json:
+                item = {
+                    "id": t.id,
+                    "assistant_id": t.assistant_id,
+                    "started_at": t.started_at.isoformat(),
+                    "channel": t.channel,
+                    "intent": t.intent,
+                    "tier": t.tier,
+                    "path": t.path,
+                    "status": t.status,
+                    "degraded": t.degraded,
+                    "duration_ms": t.duration_ms,
+                    "spans": spans.get(t.id, []),
+                }
+                typer.echo(json.dumps(item, ensure_ascii=False))
+                continue
             ms = f"{t.duration_ms:.0f} ms" if t.duration_ms is not None else "-"
             typer.echo(
                 f"{t.id}  {t.started_at:%Y-%m-%d %H:%M:%S}  {t.intent or '-':8} {t.path or '-':10} "
-                f"{t.status:9} {ms:>9}{'  degraded' if t.degraded else ''}"
+                f"{t.status:9} {ms:>9}{'  degraded' if t.degraded else ''}  [{_span_summary(spans.get(t.id, []))}]"
             )
 
     asyncio.run(run())
@@ -205,6 +263,11 @@ def traces_show(
         typer.echo(
             f"  tool {c['name']} requested {c['requested_arguments']} effective {c['effective_arguments']} "
             f"({c['reason']}) returned {c['returned']}"
+        )
+    for sp in data["spans"]:
+        typer.echo(
+            f"  {sp['start_ms']:>9.1f} ms  +{sp['duration_ms']:>8.1f} ms  {sp['kind']:8} {sp['name']}"
+            f"{'  (' + sp['status'] + ')' if sp['status'] != 'ok' else ''}"
         )
     for e in data["events"]:
         typer.echo(f"  {e['t_ms']:>9.1f} ms  {e['type']}")

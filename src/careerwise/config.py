@@ -34,6 +34,17 @@ class Settings(BaseSettings):
     )
     turn_deadline: float = Field(default=120.0, gt=0, description="Whole-turn deadline in seconds.")
     llm_retries: int = Field(default=1, ge=0, le=2, description="Retries before the first visible token.")
+    llm_breaker_threshold: int = Field(
+        default=5, ge=1, description="Consecutive provider failures that open its circuit breaker."
+    )
+    llm_breaker_reset_seconds: float = Field(
+        default=30.0, gt=0, description="How long an open breaker waits before one trial call (half-open)."
+    )
+    llm_fallback_base_url: str | None = Field(
+        default=None, description="A second OpenAI-compatible server that answers while the breaker is open."
+    )
+    llm_fallback_model: str | None = None
+    llm_fallback_api_key: SecretStr = SecretStr("not-needed")
 
     # Per-phase generation settings (seed 000 suggests a smaller phase-3 budget).
     phase1_max_tokens: int = Field(default=512, gt=0)
@@ -67,15 +78,35 @@ class Settings(BaseSettings):
 
     # --- routing ------------------------------------------------------------------------------
     routing_llm: bool = Field(
-        default=True, description="Layer 3: ask the LLM when rules and embeddings are unsure (else best guess)."
+        default=True,
+        description="Layer 3: ask the LLM when rules and embeddings are unsure (else best guess).",
     )
     routing_llm_timeout: float = Field(default=20.0, gt=0)
+
+    # --- observability -------------------------------------------------------------------------
+    otel_endpoint: str | None = Field(
+        default=None,
+        description="OTLP/HTTP collector (e.g. http://localhost:4318); unset = no OpenTelemetry export.",
+    )
+    otel_service_name: str = Field(default="careerwise", description="service.name on exported spans.")
+    readyz_timeout: float = Field(
+        default=5.0, gt=0, description="Seconds each /readyz probe (embedding, search) may take."
+    )
 
     # --- HTTP ----------------------------------------------------------------------------------
     host: str = "127.0.0.1"
     port: int = 8000
     max_message_chars: int = 4000
     max_history_messages: int = 40
+
+    # --- resume review -------------------------------------------------------------------------
+    resume_max_upload_bytes: int = Field(
+        default=5 * 1024 * 1024, gt=0, description="Largest resume file accepted (bytes); over it, 413."
+    )
+    resume_max_pdf_pages: int = Field(default=5, ge=1, description="Most pages a resume PDF may have.")
+    resume_max_chars: int = Field(
+        default=12_000, ge=200, description="Most characters of text a resume may have once extracted."
+    )
 
     # --- channels ------------------------------------------------------------------------------
     line_channel_secret: SecretStr | None = Field(
@@ -86,10 +117,41 @@ class Settings(BaseSettings):
     )
     line_api_base_url: str = Field(default="https://api.line.me", description="The LINE Messaging API.")
 
+    # --- accounts and limits -------------------------------------------------------------------
+    session_secret: SecretStr | None = Field(
+        default=None,
+        description="Signs session cookies (32+ characters). Unset outside production: generated once and "
+        "kept in data_dir/session_secret.",
+    )
+    session_days: int = Field(default=14, ge=1, le=365, description="How long a login lasts.")
+    trusted_origins: list[str] = Field(
+        default_factory=list,
+        description="Extra origins (scheme://host[:port]) allowed to make state-changing requests, e.g. the "
+        "public URL behind a reverse proxy that rewrites Host.",
+    )
+    anonymous_chat_per_minute: int = Field(
+        default=10, ge=0, description="Chat turns per minute for one IP without an account (0 = no limit)."
+    )
+    user_chat_per_minute: int = Field(
+        default=30, ge=0, description="Chat turns per minute for one logged-in user (0 = no limit)."
+    )
+    daily_token_budget: int = Field(
+        default=200_000,
+        ge=0,
+        description="LLM tokens (prompt + completion) per user per day (per IP without an account); 0 = none.",
+    )
+    login_per_minute: int = Field(
+        default=10, ge=0, description="Log-in and sign-up attempts per minute for one IP (0 = no limit)."
+    )
+
     @model_validator(mode="after")
     def _refuse_unsafe(self) -> Settings:
         if self.environment == "production" and self.llm_base_url and not self.llm_api_key.get_secret_value():
             raise ValueError("CAREERWISE_LLM_API_KEY must be set in production when a remote LLM is used")
+        if self.environment == "production" and (
+            self.session_secret is None or len(self.session_secret.get_secret_value()) < 32
+        ):
+            raise ValueError("CAREERWISE_SESSION_SECRET must be set (32+ characters) in production")
         return self
 
     @property

@@ -2,7 +2,13 @@
 
 CareerWiseError
 ├── UserInputError (400/422)      the caller sent something we cannot accept
-│   └── ConversationBusyError (409)  a turn is still running on that conversation
+│   ├── ConversationBusyError (409)  a turn is still running on that conversation
+│   ├── ConflictError (409)          the request collides with stored state (an email already signed up)
+│   ├── PayloadTooLargeError (413)   an upload over its size limit
+│   └── UnsupportedMediaTypeError (415)  an upload of a kind we do not read
+├── AuthenticationError (401)     not logged in, or wrong email/password (never says which)
+├── PermissionDeniedError (403)   logged in but not allowed; or a cross-site state-changing request
+├── RateLimitedError (429)        too many requests; carries ``retry_after`` seconds
 ├── NotFoundError (404)
 ├── LLMError (502)                the provider failed
 │   ├── LLMUnavailableError          connect failure, 5xx, after our single retry
@@ -26,6 +32,34 @@ class UserInputError(CareerWiseError):
 
 class ConversationBusyError(UserInputError):
     code = "conversation_busy"
+
+
+class ConflictError(UserInputError):
+    code = "conflict"
+
+
+class PayloadTooLargeError(UserInputError):
+    code = "payload_too_large"
+
+
+class UnsupportedMediaTypeError(UserInputError):
+    code = "unsupported_media_type"
+
+
+class AuthenticationError(CareerWiseError):
+    code = "not_authenticated"
+
+
+class PermissionDeniedError(CareerWiseError):
+    code = "forbidden"
+
+
+class RateLimitedError(CareerWiseError):
+    code = "rate_limited"
+
+    def __init__(self, message: str, *, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = max(1, retry_after)
 
 
 class NotFoundError(CareerWiseError):

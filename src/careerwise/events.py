@@ -35,7 +35,9 @@ class RouteEvent(_Event):
     required_margin: float | None = None
     llm_intent: str | None = None
     llm_confidence: float | None = None
-    fallback: str | None = Field(default=None, description="Why the LLM's answer was not used, if it was not.")
+    fallback: str | None = Field(
+        default=None, description="Why the LLM's answer was not used, if it was not."
+    )
     tier_reasons: list[str] = Field(default_factory=list)
     duration_ms: float | None = None
 

@@ -49,6 +49,7 @@ __all__ = [
     "Call",
     "FakeLLM",
     "Reply",
+    "connection_reset",
     "error",
     "raw",
     "stall",
@@ -78,7 +79,7 @@ class Call:
 class Reply:
     """What the fake answers to one request. Build it with text(), tool_calls(), error(), stall(), raw().
 
-    kind is "stream" (a normal answer: text and/or tool calls), "error", "stall" or "raw".
+    kind is "stream" (a normal answer: text and/or tool calls), "error", "stall", "reset" or "raw".
     ``deltas`` are the streamed ``delta`` objects that follow the first role chunk.
     """
 
@@ -253,6 +254,15 @@ def stall(seconds: float, after_chunks: list[str] | None = None) -> Reply:
     )
 
 
+def connection_reset(after_chunks: list[str] | None = None) -> Reply:
+    """Send the role chunk and ``after_chunks``, then abort the connection mid-body (the client sees the
+    stream break off without a finish chunk, [DONE] or the end of the chunked body)."""
+    after = list(after_chunks or [])
+    return Reply(
+        kind="reset", deltas=[{"content": c} for c in after], content="".join(after), finish_reason=None
+    )
+
+
 def raw(chunks: list[str | bytes], delay: float = 0.0) -> Reply:
     """Send exactly these bytes/strings as the (200, text/event-stream) body, ``delay`` seconds apart."""
     return Reply(kind="raw", raw_chunks=list(chunks), delay=delay, finish_reason=None)
@@ -263,6 +273,10 @@ def raw(chunks: list[str | bytes], delay: float = 0.0) -> Reply:
 
 class _ServerClosing(Exception):
     """Raised inside a response writer when FakeLLM.stop() is called mid-response."""
+
+
+class _ConnectionReset(Exception):
+    """Raised by a ``reset()`` reply mid-body: uvicorn then drops the connection without ending it."""
 
 
 def _sse(obj: Any) -> bytes:
@@ -600,6 +614,11 @@ class FakeLLM:
                     }
                 )
 
+            if reply.kind == "reset":
+                await emit(chunk({"role": "assistant", "content": None}))
+                for delta in reply.deltas:
+                    await emit(chunk(delta))
+                raise _ConnectionReset("fake connection reset")
             if reply.kind == "stall":
                 if reply.deltas:
                     await emit(chunk({"role": "assistant", "content": None}))

@@ -82,3 +82,24 @@ def test_second_message_while_a_turn_runs_is_refused_with_409(
             assert checked
         third = c.post("/api/chat", json={"message": "還有呢？", "conversation_id": conv, "mode": "full"})
     assert third.status_code == 200 and third.json()["answer"] == "第三題。"
+
+
+def test_20_of_20_disconnects_are_clean(fake_llm: FakeLLM, live_server: Callable[..., LiveServer]) -> None:
+    """The issue's figure: each disconnect closes the upstream call, leaves no running turn behind and
+    stores the reply as cancelled with what was produced."""
+    fake_llm.default = text("這是一段很長的回答。" * 40, chunk_size=2, delay=0.03)
+    server = live_server()
+    for i in range(20):
+        with client(server) as c, c.stream("POST", "/api/chat", json={"message": f"面試要怎麼準備 {i}"}) as r:
+            seen = 0
+            for line in r.iter_lines():
+                seen += line.startswith("event: delta")
+                if seen >= 3 + i % 5:
+                    break
+        assert _wait_for(lambda n=i: fake_llm.closed_early == n + 1)
+    assert _wait_for(lambda: _stored(server)[1].count("cancelled") == 20)
+    messages, traces = _stored(server)
+    replies = [(status, content) for role, status, content in messages if role == "assistant"]
+    assert len(replies) == 20 and all(s == "cancelled" and content for s, content in replies)
+    assert traces == ["cancelled"] * 20
+    assert fake_llm.open_streams == 0 and server.services.engine._running == set()

@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
+from careerwise.api.auth import OptionalUser, client_ip
 from careerwise.api.deps import ServicesDep
 from careerwise.engine import HistoryItem, TurnRequest
 from careerwise.events import (
@@ -24,6 +25,7 @@ from careerwise.events import (
     ToolResultEvent,
     event_to_sse,
 )
+from careerwise.store import User
 
 router = APIRouter(tags=["chat"])
 MAX_CHARS = 4000
@@ -102,11 +104,13 @@ def collect(events: list[Event]) -> FullReply:
     return FullReply(answer="".join(answer), **reply)
 
 
-def _turn(body: ChatIn) -> TurnRequest:
+def _turn(body: ChatIn, user: User | None, ip: str) -> TurnRequest:
     return TurnRequest(
         message=body.message,
         history=[HistoryItem(h.role, h.content) for h in body.history] if body.history else None,
         conversation_id=body.conversation_id,
+        user_id=user.id if user else None,
+        budget_key=None if user else f"ip:{ip}",
     )
 
 
@@ -115,8 +119,14 @@ def _turn(body: ChatIn) -> TurnRequest:
     responses={200: {"content": {"text/event-stream": {}, "application/json": {}}}},
     response_model=None,
 )
-async def chat(body: ChatIn, services: ServicesDep) -> StreamingResponse | JSONResponse:
-    gen = services.engine.run(_turn(body))
+async def chat(
+    body: ChatIn, request: Request, services: ServicesDep, user: OptionalUser
+) -> StreamingResponse | JSONResponse:
+    if user is None:
+        services.limiters.anonymous_chat.hit(client_ip(request), "messages without an account")
+    else:
+        services.limiters.user_chat.hit(user.id, "messages")
+    gen = services.engine.run(_turn(body, user, client_ip(request)))
     # the first event comes after validation and storage: input errors become 4xx before any byte is sent
     first = await gen.__anext__()
     if body.mode == "full":

@@ -9,11 +9,17 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from careerwise.errors import (
+    AuthenticationError,
     CareerWiseError,
+    ConflictError,
     ConversationBusyError,
     KnowledgeUnavailableError,
     LLMError,
     NotFoundError,
+    PayloadTooLargeError,
+    PermissionDeniedError,
+    RateLimitedError,
+    UnsupportedMediaTypeError,
     UserInputError,
 )
 
@@ -21,7 +27,13 @@ log = logging.getLogger(__name__)
 
 STATUS: list[tuple[type[CareerWiseError], int]] = [
     (ConversationBusyError, 409),
+    (ConflictError, 409),
+    (PayloadTooLargeError, 413),
+    (UnsupportedMediaTypeError, 415),
     (UserInputError, 400),
+    (AuthenticationError, 401),
+    (PermissionDeniedError, 403),
+    (RateLimitedError, 429),
     (NotFoundError, 404),
     (LLMError, 502),
     (KnowledgeUnavailableError, 503),
@@ -58,7 +70,12 @@ def install(app: FastAPI) -> None:
         status = status_for(exc)
         if status >= 500:
             log.error("request failed: %s: %s", type(exc).__name__, exc)
-        return JSONResponse(error_body(exc.code, str(exc)), status_code=status)
+        headers = {"Retry-After": str(exc.retry_after)} if isinstance(exc, RateLimitedError) else None
+        if isinstance(exc, AuthenticationError):
+            headers = {"WWW-Authenticate": "Cookie"}
+        # some errors carry details for the caller (a taken booking slot: the next free slots)
+        details = getattr(exc, "details", None)
+        return JSONResponse(error_body(exc.code, str(exc), details), status_code=status, headers=headers)
 
     @app.exception_handler(RequestValidationError)
     async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:

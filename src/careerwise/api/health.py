@@ -1,7 +1,18 @@
-"""Liveness and readiness."""
+"""Liveness and readiness.
+
+``/readyz`` runs real probes, each under ``CAREERWISE_READYZ_TIMEOUT``: the database answers ``SELECT 1``,
+the embedding model embeds a short string (past the query cache), and the knowledge index answers a real
+search. Any failed check makes the answer 503; each is logged and counted in ``/metrics``
+(``careerwise_readiness_failures_total``, ``careerwise_ready``). The LLM provider is reported, not called:
+a probe would spend the provider's tokens on every poll.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from fastapi import APIRouter
@@ -9,8 +20,11 @@ from fastapi.responses import JSONResponse
 from sqlalchemy import text
 
 from careerwise.api.deps import ServicesDep
+from careerwise.services import Services
 
 router = APIRouter(tags=["health"])
+log = logging.getLogger(__name__)
+PROBE_TEXT = "readyz: 薪資談判 salary negotiation"
 
 
 @router.get("/healthz")
@@ -18,23 +32,69 @@ async def healthz() -> dict[str, str]:
     return {"status": "ok"}
 
 
+async def _probe(name: str, seconds: float, run: Callable[[], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
+    started = time.perf_counter()
+    try:
+        async with asyncio.timeout(seconds):
+            details = await run()
+        return {"state": "ok", **details, "ms": round(1000 * (time.perf_counter() - started), 2)}
+    except TimeoutError:
+        log.warning("readyz: %s did not answer within %g s", name, seconds)
+        return {"state": "failed", "error": f"no answer within {seconds:g} s"}
+    except Exception as exc:  # noqa: BLE001 - a failed check is the answer: logged, counted, shown (503)
+        log.warning("readyz: %s failed: %s: %s", name, type(exc).__name__, exc)
+        return {"state": "failed", "error": f"{type(exc).__name__}: {exc}"}
+
+
+async def _database(services: Services) -> dict[str, Any]:
+    async with services.db.session() as s:
+        await s.execute(text("SELECT 1"))
+    return {"backend": services.db.engine.dialect.name}
+
+
+async def _embedding(services: Services) -> dict[str, Any]:
+    embedder = services.kb.embedder
+    vectors = await asyncio.to_thread(embedder.inner.embed_queries, [PROBE_TEXT])  # past the cache
+    if vectors.shape != (1, embedder.dim):
+        raise ValueError(f"expected one vector of {embedder.dim} dimensions, got shape {vectors.shape}")
+    return {"model": embedder.name, "dim": embedder.dim}
+
+
+async def _search(services: Services) -> dict[str, Any]:
+    result = await services.kb.search(PROBE_TEXT, top_k=1, candidates=4)
+    return {"backend": services.kb.backend, "hits": len(result.hits)}
+
+
+async def _knowledge(services: Services, seconds: float) -> dict[str, Any]:
+    kb = services.kb.status()
+    check: dict[str, Any] = {"state": "ok" if kb.state == "ready" else kb.state, "chunks": kb.chunks}
+    check["version"] = kb.version
+    if kb.error:
+        check["error"] = kb.error
+        log.warning("readyz: the knowledge index failed to load: %s", kb.error)
+    if kb.state != "ready":
+        return check
+    probe = await _probe("the knowledge search", seconds, lambda: _search(services))
+    state, probe_ms = probe.pop("state"), probe.pop("ms", None)
+    check["search"] = {**probe, "state": state, **({"ms": probe_ms} if probe_ms is not None else {})}
+    if state != "ok":
+        check["state"] = "failed"
+        check["error"] = probe.get("error")
+    return check
+
+
 @router.get("/readyz", response_model=None)
 async def readyz(services: ServicesDep) -> JSONResponse:
-    checks: dict[str, dict[str, Any]] = {}
-    try:
-        async with services.db.session() as s:
-            await s.execute(text("SELECT 1"))
-        checks["database"] = {"state": "ok"}
-    except Exception as exc:  # noqa: BLE001 - reported in the response (503)
-        checks["database"] = {"state": "failed", "error": f"{type(exc).__name__}: {exc}"}
-    kb = services.kb.status()
-    checks["knowledge"] = {
-        "state": "ok" if kb.state == "ready" else kb.state,
-        "chunks": kb.chunks,
-        "version": kb.version,
-        **({"error": kb.error} if kb.error else {}),
+    timeout = services.settings.readyz_timeout
+    checks: dict[str, dict[str, Any]] = {
+        "database": await _probe("the database", timeout, lambda: _database(services)),
+        "knowledge": await _knowledge(services, timeout),
+        "embedding": await _probe("the embedding model", timeout, lambda: _embedding(services)),
+        "llm": {"state": "ok", "provider": services.provider.name, "model": services.provider.model},
     }
-    checks["llm"] = {"state": "ok", "provider": services.provider.name, "model": services.provider.model}
+    metrics = services.engine.telemetry.metrics
+    for name, check in checks.items():
+        metrics.readiness(name, ok=check["state"] == "ok")
     ok = all(c["state"] == "ok" for c in checks.values())
     return JSONResponse(
         {"status": "ok" if ok else "failed", "checks": checks}, status_code=200 if ok else 503

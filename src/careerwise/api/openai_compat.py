@@ -32,7 +32,7 @@ from careerwise.api.deps import ServicesDep
 from careerwise.channels.apikeys import authenticate
 from careerwise.channels.text import report_text, sources_block, sources_of
 from careerwise.engine import HistoryItem, TurnRequest
-from careerwise.errors import UserInputError
+from careerwise.errors import RateLimitedError, UserInputError
 from careerwise.events import DeltaEvent, Event
 from careerwise.store import ApiKey
 
@@ -277,6 +277,14 @@ async def chat_completions(request: Request, services: ServicesDep) -> Response:
     gen = services.engine.run(turn)
     try:
         first = await gen.__anext__()  # after validation and storage: input errors are a 400 here
+    except RateLimitedError as exc:  # the key's daily token budget, in OpenAI's 429 shape
+        return openai_error(
+            429,
+            str(exc),
+            type_="rate_limit_error",
+            code=exc.code,
+            headers={"Retry-After": str(exc.retry_after)},
+        )
     except UserInputError as exc:
         return openai_error(400, str(exc), param="messages", code=exc.code)
     zh = prompts.is_chinese(turn.message)

@@ -46,7 +46,7 @@ from careerwise import prompts
 from careerwise.api.chat import FullReply, collect
 from careerwise.channels.text import reply_plain_text, split_messages
 from careerwise.engine import Engine, TurnRequest
-from careerwise.errors import ConversationBusyError, NotFoundError, UserInputError
+from careerwise.errors import ConversationBusyError, NotFoundError, RateLimitedError, UserInputError
 from careerwise.events import Event
 from careerwise.store import Database, LineEventRecord, LineUser
 
@@ -64,6 +64,10 @@ TOO_LONG = (
 BUSY = (
     "上一個問題還在回覆中，請稍等一下再傳。",
     "I'm still answering your previous message; please wait a moment.",
+)
+OVER_BUDGET = (
+    "今天的對話額度已經用完了，明天（台灣時間午夜後）再來找 Summer 聊吧。",
+    "You've used today's conversation allowance; Summer can answer again after midnight Taipei time.",
 )
 OVERFLOW = ("（內容太長，其餘已省略）", "(The rest was too long for LINE and was left out.)")
 
@@ -158,7 +162,9 @@ def parse_webhook(body: bytes) -> list[WebhookEvent]:
         try:
             events.append(WebhookEvent.model_validate(raw))
         except ValidationError as exc:
-            log.warning("LINE: skipped an event that does not parse: %s", exc.errors(include_input=False))
+            log.warning(
+                "line channel: skipped an event that does not parse: %s", exc.errors(include_input=False)
+            )
     return events
 
 
@@ -235,7 +241,9 @@ class LineChannel:
         for event in events:
             job = _job_for(event)
             if not await self._store(event, job):
-                log.info("LINE: event %s was delivered again; not answered twice", event.webhookEventId)
+                log.info(
+                    "line channel: event %s was delivered again; not answered twice", event.webhookEventId
+                )
                 continue
             if job is not None:
                 self._enqueue(job)
@@ -280,12 +288,12 @@ class LineChannel:
 
     def _worker_done(self, task: asyncio.Task[None]) -> None:
         if task.cancelled():
-            log.warning("LINE: %s was cancelled with its queue unanswered", task.get_name())
+            log.warning("line channel: %s was cancelled with its queue unanswered", task.get_name())
             return
         exc = task.exception()
         if exc is not None:
             self.failures += 1
-            log.error("LINE: %s failed: %s", task.get_name(), exc, exc_info=exc)
+            log.error("line channel: %s failed: %s", task.get_name(), exc, exc_info=exc)
 
     @property
     def busy(self) -> bool:
@@ -303,7 +311,7 @@ class LineChannel:
             delivery = await self._deliver(event, job.chat_key, texts)
         except Exception as exc:
             self.failures += 1
-            log.exception("LINE: event %s could not be answered", event.webhookEventId)
+            log.exception("line channel: event %s could not be answered", event.webhookEventId)
             await self._finish(event.webhookEventId, "failed", None, trace_id, _describe(exc)[:2000])
             return
         await self._finish(event.webhookEventId, "answered", delivery, trace_id, None)
@@ -326,7 +334,7 @@ class LineChannel:
                 )
         except Exception:
             self.failures += 1
-            log.exception("LINE: could not store the outcome of event %s", event_id)
+            log.exception("line channel: could not store the outcome of event %s", event_id)
 
     # ---- a turn
 
@@ -360,11 +368,13 @@ class LineChannel:
             except NotFoundError:
                 if conversation_id is None:
                     raise
-                log.warning("LINE: the conversation of %s is gone; starting a new one", chat_key)
+                log.warning("line channel: the conversation of %s is gone; starting a new one", chat_key)
                 conversation_id = None
                 continue
             except ConversationBusyError:
                 return BUSY[0] if zh else BUSY[1]
+            except RateLimitedError:
+                return OVER_BUDGET[0] if zh else OVER_BUDGET[1]
             except UserInputError:
                 limit = self.engine.limits.max_message_chars
                 return (TOO_LONG[0] if zh else TOO_LONG[1]).format(limit=limit)
@@ -395,7 +405,7 @@ class LineChannel:
                 _request_timeout=self.request_timeout,
             )
         except (ApiException, aiohttp.ClientError, TimeoutError) as exc:
-            log.warning("LINE: the loading animation could not be shown: %s", _describe(exc))
+            log.warning("line channel: the loading animation could not be shown: %s", _describe(exc))
 
     # ---- sending
 
@@ -410,7 +420,7 @@ class LineChannel:
                 return "reply"
             except (ApiException, aiohttp.ClientError, TimeoutError) as exc:
                 # most often the token expired (a slow turn) or was used: push instead
-                log.warning("LINE: reply failed (%s); pushing the answer instead", _describe(exc))
+                log.warning("line channel: reply failed (%s); pushing the answer instead", _describe(exc))
         await self._push(chat_key, messages)
         return "push"
 
@@ -446,12 +456,14 @@ class LineChannel:
         try:
             workers = set(self._workers.values())
             if workers:
-                log.info("LINE: waiting for %d chat(s) to be answered before stopping", len(workers))
+                log.info("line channel: waiting for %d chat(s) to be answered before stopping", len(workers))
                 _done, pending = await asyncio.wait(workers, timeout=self.shutdown_timeout)
                 for task in pending:
                     task.cancel()
                 if pending:
-                    log.error("LINE: %d chat(s) still unanswered at shutdown were cancelled", len(pending))
+                    log.error(
+                        "line channel: %d chat(s) still unanswered at shutdown were cancelled", len(pending)
+                    )
                     await asyncio.wait(pending)
         finally:
             await self._client.close()

@@ -126,7 +126,10 @@ async def _attempts(
             while True:
                 attempt += 1
                 request = CompletionRequest(
-                    messages=conversation, max_tokens=max_tokens, temperature=temperature
+                    messages=conversation,
+                    max_tokens=max_tokens,
+                    temperature=temperature,
+                    metadata={"purpose": label},  # names the LLM-call span (tracing/llm_calls.py)
                 )
                 try:
                     reply = await complete(ctx, request)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -84,17 +84,37 @@ class FlowContext:
     settings: AssistantSettings = field(default_factory=AssistantSettings)
     state: TurnState = field(default_factory=TurnState)
     kb: KnowledgeBase | None = None  # the deep flows search it directly (facets, the chain)
+    # who and where: flows that keep per-conversation state or act for a user (booking) need these
+    conversation_id: str | None = None
+    user_id: str | None = None
+    channel: str = "web"
+    turn_id: str | None = None  # the trace id: unique per turn
 
 
 Flow = Callable[[FlowContext], AsyncIterator[Event]]
+# A flow whose dialogue spans turns (booking) claims the next message of a conversation while that
+# dialogue is open: (conversation_id, message) -> why it claims it, or None. Asked before routing.
+Continuation = Callable[[str, str], Awaitable[str | None]]
 
 
 class FlowRegistry:
     def __init__(self) -> None:
         self._flows: dict[tuple[str, str | None], tuple[str, Flow]] = {}
+        self._continuations: list[tuple[str, Continuation]] = []
 
     def register(self, intent: str, tier: str | None, name: str, flow: Flow) -> None:
         self._flows[(intent, tier)] = (name, flow)
+
+    def register_continuation(self, intent: str, check: Continuation) -> None:
+        self._continuations.append((intent, check))
+
+    async def continuation(self, conversation_id: str, message: str) -> tuple[str, str] | None:
+        """(intent, reason) when an open multi-turn dialogue claims this message, else None."""
+        for intent, check in self._continuations:
+            reason = await check(conversation_id, message)
+            if reason is not None:
+                return intent, reason
+        return None
 
     def lookup(self, intent: str, tier: str | None) -> tuple[str, Flow]:
         found = self._flows.get((intent, tier)) or self._flows.get((intent, None))

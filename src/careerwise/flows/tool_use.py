@@ -151,6 +151,22 @@ def _prepare(
     return _Prepared(call, event, tool, resolution, error)
 
 
+def _refused(call: ToolCallRequest, why: str, *, after_text: bool) -> ToolCallEvent:
+    try:
+        requested, raw = _parse_arguments(call.arguments), None
+    except ToolArgumentsError:
+        requested, raw = {}, call.arguments
+    return ToolCallEvent(
+        call_id=call.id,
+        name=call.name,
+        requested_arguments=requested,
+        effective_arguments={},
+        reason=f"not run: {why}",
+        raw_arguments=raw,
+        after_text=after_text,
+    )
+
+
 async def _run_one(ctx: FlowContext, p: _Prepared) -> tuple[ToolOutput | None, str | None, float]:
     t0 = time.perf_counter()
     if p.error is not None or p.tool is None or p.resolution is None:
@@ -192,6 +208,7 @@ async def tool_use_flow(ctx: FlowContext) -> AsyncIterator[Event]:
             tool_choice="none" if final else "auto",
             max_tokens=opts.phase1_max_tokens if phase == 1 else opts.phase3_max_tokens,
             temperature=opts.phase1_temperature if phase == 1 else opts.phase3_temperature,
+            metadata={"purpose": f"phase{phase}"},  # names the LLM-call span (tracing/llm_calls.py)
         )
         rnd = _Round()
         try:
@@ -208,9 +225,17 @@ async def tool_use_flow(ctx: FlowContext) -> AsyncIterator[Event]:
             continue
         if not rnd.calls or final:
             if rnd.calls:
+                # tool_choice "none" was ignored (weaker models do; so does one obeying an injected
+                # instruction): the calls are shown as not run, and the model is asked once more with no
+                # tools at all, so the user never gets an empty answer
                 log.warning(
                     "tool_use: model asked for tools in the final round; ignored %d call(s)", len(rnd.calls)
                 )
+                for call in rnd.calls:
+                    yield _refused(call, "the final round answers without tools", after_text=bool(rnd.text))
+                if not "".join(rnd.text).strip() and specs:
+                    specs, offered = (), {}
+                    continue
             return
         tool_rounds += 1
         ctx.state.timings.setdefault("phase2_started_ms", ctx.state.elapsed_ms())

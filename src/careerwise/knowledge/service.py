@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 from sqlalchemy import select
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import defer
 
 from careerwise.errors import KnowledgeUnavailableError
@@ -89,52 +90,77 @@ class KnowledgeBase:
         """(Re)build the in-process index from the database. A failure is kept and reported, not raised
         into the request path: /readyz shows it and turns are told the knowledge base is unavailable."""
         async with self._lock:
-            try:
-                version = await current_version(self._db)
-                embedder = await asyncio.to_thread(lambda: self.embedder)
-                in_db = pgvector_applies(self._db, embedder.dim)  # vectors stay in PostgreSQL
-                query = select(Chunk).order_by(Chunk.document_id, Chunk.ord)
-                if in_db:
-                    query = query.options(defer(Chunk.embedding))
-                async with self._db.session() as s:
-                    rows = (await s.execute(query)).scalars().all()
-                chunks = [
-                    IndexedChunk(r.id, r.document_id, r.title, r.section, r.domain, r.text)
-                    for r in rows
-                    if r.embedding_model == embedder.name
-                ]
-                skipped = len(rows) - len(chunks)
-                if skipped:
-                    log.warning("knowledge: %d chunks embedded with another model; re-ingest them", skipped)
-                vectors = (
-                    np.vstack(
-                        [
-                            np.frombuffer(r.embedding, dtype=np.float32)
-                            for r in rows
-                            if r.embedding_model == embedder.name
-                        ]
-                    )
-                    if chunks and not in_db
-                    else np.zeros((0, embedder.dim), np.float32)
+            await self._load_locked()
+
+    async def refresh_if_stale(self) -> bool:
+        """Reload when the stored knowledge-base version moved (an ingest in another process, or an
+        upload through the dashboard), so every process searches the new content from its next turn on.
+        Costs one primary-key read per search; True when it reloaded."""
+        index = self._index
+        if index is None or self._error is not None:
+            return False
+        try:
+            version = await current_version(self._db)
+        except SQLAlchemyError as exc:
+            log.error("knowledge: could not read the knowledge-base version: %s", exc)
+            raise KnowledgeUnavailableError(f"the knowledge base could not be read: {exc}") from exc
+        if version == index.version:
+            return False
+        async with self._lock:
+            current = self._index
+            if current is not None and current.version == version:
+                return False  # a concurrent search reloaded it while this one waited
+            log.info("knowledge: version %s -> %s; reloading", index.version, version)
+            await self._load_locked()
+        return True
+
+    async def _load_locked(self) -> None:
+        try:
+            version = await current_version(self._db)
+            embedder = await asyncio.to_thread(lambda: self.embedder)
+            in_db = pgvector_applies(self._db, embedder.dim)  # vectors stay in PostgreSQL
+            query = select(Chunk).order_by(Chunk.document_id, Chunk.ord)
+            if in_db:
+                query = query.options(defer(Chunk.embedding))
+            async with self._db.session() as s:
+                rows = (await s.execute(query)).scalars().all()
+            chunks = [
+                IndexedChunk(r.id, r.document_id, r.title, r.section, r.domain, r.text)
+                for r in rows
+                if r.embedding_model == embedder.name
+            ]
+            skipped = len(rows) - len(chunks)
+            if skipped:
+                log.warning("knowledge: %d chunks embedded with another model; re-ingest them", skipped)
+            vectors = (
+                np.vstack(
+                    [
+                        np.frombuffer(r.embedding, dtype=np.float32)
+                        for r in rows
+                        if r.embedding_model == embedder.name
+                    ]
                 )
-                means = await asyncio.to_thread(query_means, embedder)  # for language centring
-                if in_db:
-                    self._index = await asyncio.to_thread(
-                        self._pgvector_index, chunks, version, embedder.name, means
-                    )
-                else:
-                    self._index = await asyncio.to_thread(
-                        KnowledgeIndex, chunks, vectors, version=version, query_means=means
-                    )
-                prepare = getattr(self.reranker, "prepare", None)
-                if prepare is not None:  # e.g. SentenceReranker: embed every chunk's sentences now
-                    await asyncio.to_thread(prepare, chunks)
-                self._error = None
-                log.info("knowledge: loaded %d chunks, version %s", len(chunks), version)
-            except Exception as exc:
-                log.exception("knowledge: failed to load the index")
-                self._error = f"{type(exc).__name__}: {exc}"
-                self._index = None
+                if chunks and not in_db
+                else np.zeros((0, embedder.dim), np.float32)
+            )
+            means = await asyncio.to_thread(query_means, embedder)  # for language centring
+            if in_db:
+                self._index = await asyncio.to_thread(
+                    self._pgvector_index, chunks, version, embedder.name, means
+                )
+            else:
+                self._index = await asyncio.to_thread(
+                    KnowledgeIndex, chunks, vectors, version=version, query_means=means
+                )
+            prepare = getattr(self.reranker, "prepare", None)
+            if prepare is not None:  # e.g. SentenceReranker: embed every chunk's sentences now
+                await asyncio.to_thread(prepare, chunks)
+            self._error = None
+            log.info("knowledge: loaded %d chunks, version %s", len(chunks), version)
+        except Exception as exc:
+            log.exception("knowledge: failed to load the index")
+            self._error = f"{type(exc).__name__}: {exc}"
+            self._index = None
 
     def _pgvector_index(
         self, chunks: list[IndexedChunk], version: str, model: str, means: dict[str, Vector]
@@ -163,6 +189,7 @@ class KnowledgeBase:
         domains: Sequence[Sequence[str] | None] | None = None,
     ) -> list[SearchResult]:
         """N queries, one embedding call, one pass over the index."""
+        await self.refresh_if_stale()
         index = self._index
         if index is None or self._error is not None:
             raise KnowledgeUnavailableError(self._error or "the knowledge index is not loaded")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import AsyncIterator
 from typing import Any
@@ -34,9 +35,7 @@ class OpenAIProvider:
         self._stream_usage = stream_usage
         timeout = openai.Timeout(read_timeout, connect=connect_timeout)
         # Retries are ours (one layer, never after the first visible token), so the SDK's are off.
-        self._client = openai.AsyncOpenAI(
-            base_url=base_url, api_key=api_key, max_retries=0, timeout=timeout
-        )
+        self._client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key, max_retries=0, timeout=timeout)
 
     async def aclose(self) -> None:
         await self._client.close()
@@ -58,11 +57,31 @@ class OpenAIProvider:
         extra: dict[str, Any] = {}
         if self._stream_usage:
             extra["stream_options"] = {"include_usage": True}
+        # A server that ignores max_tokens must not fill our memory or the user's screen: past this many
+        # characters the answer ends as if the model had hit its token limit (finish_reason "length").
+        cap = max(16_000, request.max_tokens * 16)
+        produced = 0
+        finished = False
         try:
             response = await self._client.chat.completions.create(stream=True, **body, **extra)
             async with response as stream:
                 async for chunk in stream:
-                    yield _convert(chunk)
+                    converted = _convert(chunk)
+                    produced += len(converted.text or "") + sum(
+                        len(d.arguments or "") for d in converted.tool_deltas
+                    )
+                    if produced > cap:
+                        log.warning("%s: the answer passed %d characters; cut off", self.name, cap)
+                        yield StreamChunk(finish_reason="length")
+                        return
+                    finished = finished or converted.finish_reason is not None
+                    yield converted
+            if not finished:
+                # every OpenAI-compatible server ends a complete answer with a finish_reason; a stream that
+                # stops without one was cut off, and showing it as a complete answer would hide that
+                raise LLMUnavailableError(f"{self.name}: the stream ended without a finish reason (cut off)")
+        except json.JSONDecodeError as exc:
+            raise LLMUnavailableError(f"{self.name}: a malformed chunk in the stream: {exc}") from exc
         except openai.APITimeoutError as exc:
             raise LLMTimeoutError(f"{self.name}: no data within the read deadline") from exc
         except openai.APIConnectionError as exc:

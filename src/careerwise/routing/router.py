@@ -10,8 +10,9 @@ from careerwise.routing.tier import classify_tier
 
 # Which layer decided: "rules", "embedding", "llm", "llm-fallback" (the LLM failed or answered
 # something unusable: career), "embedding-guess" (no-LLM mode: the message would have gone to the LLM,
-# the best embedding intent was taken instead), "default" (RulesRouter: no rule matched).
-LAYERS = ("rules", "embedding", "llm", "llm-fallback", "embedding-guess", "default")
+# the best embedding intent was taken instead), "default" (RulesRouter: no rule matched), "dialogue" (the
+# engine, not a router: an open multi-turn dialogue such as a booking claimed the message).
+LAYERS = ("rules", "embedding", "llm", "llm-fallback", "embedding-guess", "default", "dialogue")
 
 
 @dataclass(frozen=True)

@@ -18,22 +18,43 @@ from careerwise.store.models import (
     Trace,
     TraceEvent,
 )
+from careerwise.store.models_accounts import LoginSession, User
+from careerwise.store.models_bookings import (
+    AvailabilityException,
+    AvailabilityWindow,
+    Booking,
+    BookingDialogue,
+    BookingSettings,
+)
+from careerwise.store.models_observability import Feedback, TraceSpan
+from careerwise.store.models_resumes import Resume, ResumeReview
 
 __all__ = [
     "ApiKey",
     "Assistant",
     "AssistantSetting",
+    "AvailabilityException",
+    "AvailabilityWindow",
     "Base",
+    "Booking",
+    "BookingDialogue",
+    "BookingSettings",
     "Chunk",
     "Conversation",
     "Database",
     "Document",
+    "Feedback",
     "KnowledgeMeta",
     "LineEventRecord",
     "LineUser",
+    "LoginSession",
     "Message",
+    "Resume",
+    "ResumeReview",
     "SettingsAudit",
     "ToolCallRecord",
     "Trace",
     "TraceEvent",
+    "TraceSpan",
+    "User",
 ]

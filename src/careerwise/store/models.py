@@ -6,7 +6,19 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import JSON, DateTime, Float, ForeignKey, Integer, LargeBinary, String, Text, UniqueConstraint
+from sqlalchemy import (
+    JSON,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+    UniqueConstraint,
+    text,
+)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 
@@ -28,12 +40,24 @@ class Conversation(Base):
     title: Mapped[str] = mapped_column(String(200), default="")
     channel: Mapped[str] = mapped_column(String(20), default="web")
     user_id: Mapped[str | None] = mapped_column(String(64), index=True, default=None)
+    assistant_id: Mapped[str] = mapped_column(String(64), index=True, default="summer")  # migration 0007
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
 class Message(Base):
     __tablename__ = "messages"
+    # one reply being written per conversation, across every app process: a second 'pending' row in the
+    # same conversation is refused by the database (the engine turns that into 409 "still answering")
+    __table_args__ = (
+        Index(
+            "uq_messages_one_pending",
+            "conversation_id",
+            unique=True,
+            sqlite_where=text("status = 'pending'"),
+            postgresql_where=text("status = 'pending'"),
+        ),
+    )
     id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
     conversation_id: Mapped[str] = mapped_column(
         ForeignKey("conversations.id", ondelete="CASCADE"), index=True
@@ -55,6 +79,7 @@ class Trace(Base):
     user_message_id: Mapped[str] = mapped_column(String(32))
     assistant_message_id: Mapped[str | None] = mapped_column(String(32), default=None)
     channel: Mapped[str] = mapped_column(String(20), default="web")
+    assistant_id: Mapped[str] = mapped_column(String(64), index=True, default="summer")  # migration 0007
     intent: Mapped[str | None] = mapped_column(String(20), default=None)
     tier: Mapped[str | None] = mapped_column(String(20), default=None)
     flow: Mapped[str | None] = mapped_column(String(40), default=None)

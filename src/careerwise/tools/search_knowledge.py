@@ -107,5 +107,7 @@ class SearchKnowledgeTool:
         ]
         for n, h in enumerate(hits, 1):
             head = h.chunk.title + (f" › {h.chunk.section}" if h.chunk.section else "")
-            lines.append(f"[{n}] source={h.chunk.document_id} | {head}\n<<<\n{h.chunk.text}\n>>>")
+            # a passage cannot close its own fence: the markers inside the text are defused
+            body = h.chunk.text.replace("<<<", "‹‹‹").replace(">>>", "›››")
+            lines.append(f"[{n}] source={h.chunk.document_id} | {head}\n<<<\n{body}\n>>>")
         return ToolOutput(content="\n\n".join(lines), returned=len(hits), sources=sources)

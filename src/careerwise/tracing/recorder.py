@@ -1,30 +1,59 @@
-"""Collects a turn's events and writes the trace rows from them (never from another snapshot)."""
+"""Collects a turn's events and writes the trace rows from them (never from another snapshot).
+
+Rows: ``trace_events`` (every event but the text deltas after the first, as the stream carried it),
+``tool_calls`` (requested and effective arguments, outcome) and ``trace_spans`` (the turn's timeline:
+routing, LLM calls, tool calls, degradations, errors). Everything stored here is masked
+(careerwise.tracing.masking); the assistant message text (:attr:`TraceRecorder.text`) is not: it is the
+user's own history.
+"""
 
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, assert_never
 
 from careerwise.events import (
     DegradedEvent,
     DeltaEvent,
+    DoneEvent,
     ErrorEvent,
     Event,
+    ProgressEvent,
     ReportEvent,
     RouteEvent,
     ToolCallEvent,
     ToolResultEvent,
 )
-from careerwise.store import ToolCallRecord, TraceEvent
+from careerwise.store import ToolCallRecord, TraceEvent, TraceSpan
+from careerwise.tracing.llm_calls import LLMCall
+from careerwise.tracing.masking import mask_json, mask_text
+from careerwise.tracing.turn import TurnEnd
+
+
+def llm_span_attributes(call: LLMCall) -> dict[str, Any]:
+    return {
+        "purpose": call.purpose,
+        "model": call.model,
+        "provider": call.provider,
+        "ttft_ms": call.ttft_ms,
+        "prompt_tokens": call.prompt_tokens,
+        "completion_tokens": call.completion_tokens,
+        "finish_reason": call.finish_reason,
+        "tool_calls": call.tool_calls,
+        "error": call.error,
+    }
 
 
 class TraceRecorder:
-    def __init__(self, trace_id: str) -> None:
+    def __init__(self, trace_id: str, *, started: float | None = None) -> None:
         self.trace_id = trace_id
-        self._t0 = time.perf_counter()
+        self._t0 = started if started is not None else time.perf_counter()
         self._seq = 0
         self.rows: list[TraceEvent] = []
         self.tool_calls: dict[str, ToolCallRecord] = {}
+        self._spans: list[TraceSpan] = []
+        self._tool_spans: dict[str, TraceSpan] = {}
+        self.llm_calls: list[LLMCall] = []
         self.answer: list[str] = []
         self.route: RouteEvent | None = None
         self.degraded: list[DegradedEvent] = []
@@ -32,8 +61,34 @@ class TraceRecorder:
         self.report: ReportEvent | None = None
         self.deltas = 0
 
+    def _ms(self, at: float | None = None) -> float:
+        return round(1000 * ((at if at is not None else time.perf_counter()) - self._t0), 2)
+
+    def _span(
+        self,
+        kind: str,
+        name: str,
+        start_ms: float,
+        duration_ms: float,
+        attributes: dict[str, Any],
+        *,
+        ok: bool,
+    ) -> TraceSpan:
+        span = TraceSpan(
+            trace_id=self.trace_id,
+            seq=0,  # numbered by start time in ``spans``
+            kind=kind,
+            name=name[:160],
+            start_ms=max(0.0, round(start_ms, 2)),
+            duration_ms=round(duration_ms, 2),
+            status="ok" if ok else "error",
+            attributes=mask_json(attributes),
+        )
+        self._spans.append(span)
+        return span
+
     def observe(self, event: Event) -> None:
-        t_ms = round(1000 * (time.perf_counter() - self._t0), 2)
+        t_ms = self._ms()
         self._seq += 1
         match event:
             case DeltaEvent():
@@ -43,31 +98,72 @@ class TraceRecorder:
                     return  # text is stored on the message; the trace keeps the first delta's timing only
             case RouteEvent():
                 self.route = event
+                took = event.duration_ms or 0.0
+                attrs = event.model_dump(mode="json", exclude={"type"})
+                self._span("route", "route", t_ms - took, took, attrs, ok=True)
             case ToolCallEvent():
                 self.tool_calls[event.call_id] = ToolCallRecord(
                     trace_id=self.trace_id,
                     call_id=event.call_id,
                     name=event.name,
-                    requested_arguments=event.requested_arguments,
-                    effective_arguments=event.effective_arguments,
-                    reason=event.reason,
+                    requested_arguments=mask_json(event.requested_arguments),
+                    effective_arguments=mask_json(event.effective_arguments),
+                    reason=mask_text(event.reason),
+                )
+                attrs = event.model_dump(mode="json", exclude={"type"})
+                self._tool_spans[event.call_id] = self._span(
+                    "tool", f"execute_tool {event.name}", t_ms, 0.0, attrs, ok=True
                 )
             case ToolResultEvent():
                 rec = self.tool_calls.get(event.call_id)
                 if rec is not None:
                     rec.ok, rec.returned, rec.duration_ms = event.ok, event.returned, event.duration_ms
+                span = self._tool_spans.get(event.call_id)
+                if span is not None:
+                    span.duration_ms = round(event.duration_ms, 2)
+                    span.status = "ok" if event.ok else "error"
+                    span.attributes = span.attributes | mask_json(
+                        {"ok": event.ok, "returned": event.returned, "error": event.error}
+                    )
             case DegradedEvent():
                 self.degraded.append(event)
+                self._span("degraded", event.reason, t_ms, 0.0, {"message": event.message}, ok=True)
             case ErrorEvent():
                 self.error = event
+                attrs = {"message": event.message, "retryable": event.retryable}
+                self._span("error", event.code, t_ms, 0.0, attrs, ok=False)
             case ReportEvent():
                 self.report = event
-            case _:
+            case ProgressEvent() | DoneEvent():
                 pass
-        payload: dict[str, Any] = event.model_dump(mode="json")
+            case _:
+                assert_never(event)
+        payload: dict[str, Any] = mask_json(event.model_dump(mode="json"))
         self.rows.append(
             TraceEvent(trace_id=self.trace_id, seq=self._seq, t_ms=t_ms, type=event.type, payload=payload)
         )
+
+    def llm_call(self, call: LLMCall) -> None:
+        self.llm_calls.append(call)
+        self._span(
+            "llm",
+            f"chat {call.model}",
+            self._ms(call.started),
+            call.duration_ms,
+            llm_span_attributes(call),
+            ok=call.ok,
+        )
+
+    def finish(self, end: TurnEnd) -> None:
+        """Nothing to do: the engine writes :attr:`rows`, :attr:`tool_calls` and :attr:`spans`."""
+
+    @property
+    def spans(self) -> list[TraceSpan]:
+        """The spans in start order, numbered."""
+        ordered = sorted(self._spans, key=lambda s: s.start_ms)
+        for n, span in enumerate(ordered, 1):
+            span.seq = n
+        return ordered
 
     @property
     def text(self) -> str:

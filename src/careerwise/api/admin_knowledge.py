@@ -1,0 +1,282 @@
+"""Admin: the knowledge base. Documents, upload (with progress), re-index, delete, and a retrieval test
+that runs a query through the searchKnowledge tool's own code path.
+
+Upload progress is streamed in the upload's own response (Server-Sent Events) rather than kept as a
+job in this process to be polled: a poll could land on another app process, which would not know the
+job (shared/DESIGN.md principle 7). The ingest runs as a task of its own, so a browser that goes away
+mid-upload does not leave half an ingest: the task finishes, reloads the index and logs its report.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Annotated, Any
+
+from fastapi import File, Request, UploadFile
+from fastapi.responses import StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy import delete, func, select
+
+from careerwise.api.admin_common import admin_router, as_utc
+from careerwise.api.admin_settings import known_assistant
+from careerwise.api.deps import ServicesDep
+from careerwise.assistant_settings import DEFAULT_ASSISTANT
+from careerwise.errors import (
+    KnowledgeUnavailableError,
+    NotFoundError,
+    PayloadTooLargeError,
+    ToolArgumentsError,
+    UnsupportedMediaTypeError,
+    UserInputError,
+)
+from careerwise.events import ToolCallEvent, ToolResultEvent
+from careerwise.knowledge.documents import MAX_FILE_BYTES, SUPPORTED_SUFFIXES
+from careerwise.knowledge.ingest import IngestReport, bump_version, ingest_paths
+from careerwise.services import Services
+from careerwise.store import Chunk, Document
+from careerwise.tools.search_knowledge import MAX_QUERY_CHARS, MAX_TOP_K
+from careerwise.tools.search_knowledge import NAME as SEARCH_TOOL
+
+log = logging.getLogger(__name__)
+router = admin_router("admin: knowledge")
+MAX_FILES = 50
+_SAFE_NAME = re.compile(r"[^\w.\- ]+")
+
+
+def knowledge_status(services: Services) -> dict[str, Any]:
+    st = services.kb.status()
+    return {
+        "state": st.state,
+        "chunks": st.chunks,
+        "version": st.version,
+        "error": st.error,
+        "backend": services.kb.backend,
+    }
+
+
+@router.get("/knowledge")
+async def documents(services: ServicesDep) -> dict[str, Any]:
+    async with services.db.session() as s:
+        counts = dict(
+            (await s.execute(select(Chunk.document_id, func.count()).group_by(Chunk.document_id))).all()
+        )
+        docs = (await s.scalars(select(Document).order_by(Document.updated_at.desc(), Document.id))).all()
+    return {
+        "status": knowledge_status(services),
+        "documents": [
+            {
+                "id": d.id,
+                "title": d.title,
+                "domain": d.domain,
+                "lang": d.lang,
+                "source_path": d.source_path,
+                "chars": d.chars,
+                "chunks": int(counts.get(d.id, 0)),
+                "updated_at": as_utc(d.updated_at).isoformat(),
+            }
+            for d in docs
+        ],
+    }
+
+
+def uploads_dir(services: Services) -> Path:
+    return services.settings.data_dir / "uploads"
+
+
+def _safe_name(raw: str | None) -> str:
+    name = _SAFE_NAME.sub("-", Path((raw or "").replace("\\", "/")).name).strip(" .-")
+    if not name:
+        raise UserInputError(f"the file name {raw!r} is empty once cleaned; rename the file")
+    suffix = Path(name).suffix.lower()
+    if suffix not in SUPPORTED_SUFFIXES:
+        kinds = ", ".join(sorted(SUPPORTED_SUFFIXES))
+        raise UnsupportedMediaTypeError(f"{raw}: only these kinds of file can be ingested: {kinds}")
+    return name
+
+
+def _sse(event: str, data: dict[str, Any]) -> bytes:
+    return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
+
+
+def _report_view(report: IngestReport, folder: Path) -> dict[str, Any]:
+    prefix = str(folder) + "/"
+    return {
+        "added": report.added,
+        "updated": report.updated,
+        "unchanged": report.unchanged,
+        # the server's folder is no business of the browser's: file names only
+        "failed": {Path(k).name: v.replace(prefix, "") for k, v in report.failed.items()},
+        "chunks_written": report.chunks_written,
+        "version": report.version,
+    }
+
+
+def _jobs(request: Request) -> set[asyncio.Task[Any]]:
+    jobs: set[asyncio.Task[Any]] | None = getattr(request.app.state, "admin_jobs", None)
+    if jobs is None:
+        jobs = request.app.state.admin_jobs = set()
+    return jobs
+
+
+@router.post("/knowledge/documents")
+async def upload(
+    request: Request,
+    services: ServicesDep,
+    files: Annotated[list[UploadFile], File(description="Markdown, text, HTML or PDF files.")],
+) -> StreamingResponse:
+    """Save the files, ingest them as ``careerwise ingest`` does, reload the index. The response is an
+    SSE stream: ``progress`` events (``done`` of ``total`` files, the document just handled), then one
+    ``done`` event with the ingest report and the knowledge status, or an ``error`` event."""
+    if not files:
+        raise UserInputError("choose at least one file")
+    if len(files) > MAX_FILES:
+        raise UserInputError(f"at most {MAX_FILES} files at once, got {len(files)}")
+    names = [_safe_name(f.filename) for f in files]
+    if len(set(names)) != len(names):
+        raise UserInputError("two of the files have the same name")
+    for f, name in zip(files, names, strict=True):
+        if f.size is not None and f.size > MAX_FILE_BYTES:
+            raise PayloadTooLargeError(f"{name} is {f.size} bytes; the limit is {MAX_FILE_BYTES} bytes")
+    folder = uploads_dir(services)
+    folder.mkdir(parents=True, exist_ok=True)
+    paths: list[Path] = []
+    for f, name in zip(files, names, strict=True):
+        data = await f.read(MAX_FILE_BYTES + 1)
+        if len(data) > MAX_FILE_BYTES:
+            raise PayloadTooLargeError(f"{name} is over the limit of {MAX_FILE_BYTES} bytes")
+        path = folder / name
+        await asyncio.to_thread(path.write_bytes, data)
+        paths.append(path)
+
+    queue: asyncio.Queue[tuple[str, dict[str, Any]]] = asyncio.Queue()
+    total = len(paths)
+    handled = 0
+
+    def progress(item: str) -> None:
+        nonlocal handled
+        handled += 1
+        queue.put_nowait(("progress", {"stage": "ingest", "done": handled, "total": total, "item": item}))
+
+    async def job() -> None:
+        try:
+            report = await ingest_paths(services.db, services.kb.embedder, paths, progress=progress)
+            queue.put_nowait(("progress", {"stage": "reindex", "done": handled, "total": total}))
+            if report.changed:
+                await services.kb.load()
+            log.info(
+                "admin upload: added %s, updated %s, unchanged %s, failed %s",
+                report.added,
+                report.updated,
+                report.unchanged,
+                list(report.failed),
+            )
+            queue.put_nowait(
+                ("done", {"report": _report_view(report, folder), "knowledge": knowledge_status(services)})
+            )
+        except Exception as exc:
+            log.exception("admin upload: the ingest failed")
+            queue.put_nowait(("error", {"message": f"the ingest failed: {type(exc).__name__}: {exc}"}))
+
+    task = asyncio.create_task(job())
+    jobs = _jobs(request)
+    jobs.add(task)
+    task.add_done_callback(jobs.discard)
+
+    async def stream() -> AsyncIterator[bytes]:
+        yield _sse("progress", {"stage": "saved", "done": 0, "total": total, "files": names})
+        while True:
+            kind, data = await queue.get()
+            yield _sse(kind, data)
+            if kind in ("done", "error"):
+                return
+
+    return StreamingResponse(stream(), media_type="text/event-stream", headers={"Cache-Control": "no-store"})
+
+
+@router.delete("/knowledge/documents/{document_id}")
+async def delete_document(document_id: str, services: ServicesDep) -> dict[str, Any]:
+    async with services.db.session() as s, s.begin():
+        doc = await s.get(Document, document_id)
+        if doc is None:
+            raise NotFoundError(f"no document {document_id!r}")
+        source = doc.source_path
+        await s.execute(delete(Chunk).where(Chunk.document_id == document_id))
+        await s.delete(doc)
+    # an uploaded copy goes too, or a later bulk ingest of the folder would bring the document back
+    uploaded = uploads_dir(services) / Path(source).name
+    if Path(source).name == source and uploaded.is_file():
+        await asyncio.to_thread(uploaded.unlink)
+    version = await bump_version(services.db)
+    await services.kb.load()
+    return {"deleted": document_id, "version": version, "knowledge": knowledge_status(services)}
+
+
+@router.post("/knowledge/reindex")
+async def reindex(services: ServicesDep) -> dict[str, Any]:
+    """Rebuild the search index from the database (documents ingested by another process, or after a
+    failed load). A load that fails again is a 503 that says why; /readyz shows the same state."""
+    await services.kb.load()
+    status = knowledge_status(services)
+    if status["state"] == "failed":
+        raise KnowledgeUnavailableError(f"the knowledge index could not be loaded: {status['error']}")
+    return {"knowledge": status}
+
+
+class RetrievalTest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
+    top_k: int | None = Field(
+        default=None, description="The top_k the model would ask for; omitted = the model gave none."
+    )
+    assistant_id: str = Field(default=DEFAULT_ASSISTANT, max_length=64)
+
+
+@router.post("/knowledge/search")
+async def retrieval_test(body: RetrievalTest, services: ServicesDep) -> dict[str, Any]:
+    """The searchKnowledge tool as a turn runs it: the same resolve() (with the assistant's settings: the
+    full-retrieval override, the default top_k, the rerank pool) and the same run(). ``tool_call`` and
+    ``tool_result`` are the records a turn's stream would carry; ``model_input`` is what the model reads."""
+    await known_assistant(services, body.assistant_id)
+    tool = services.tools.get(SEARCH_TOOL)
+    if tool is None:
+        raise NotFoundError(f"the {SEARCH_TOOL} tool is not registered")
+    settings = (await services.assistant_settings.effective(body.assistant_id)).values
+    arguments: dict[str, Any] = {"query": body.query}
+    if body.top_k is not None:
+        arguments["top_k"] = body.top_k
+    try:
+        resolution = tool.resolve(arguments, settings)
+    except ToolArgumentsError as exc:
+        raise UserInputError(str(exc)) from exc
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    output = await tool.run(resolution, settings)
+    took = round(1000 * (loop.time() - started), 2)
+    call = ToolCallEvent(
+        call_id="retrieval-test",
+        name=SEARCH_TOOL,
+        requested_arguments=resolution.requested,
+        effective_arguments=resolution.effective,
+        reason=resolution.reason,
+    )
+    result = ToolResultEvent(
+        call_id="retrieval-test",
+        name=SEARCH_TOOL,
+        ok=True,
+        returned=output.returned,
+        sources=output.sources,
+        duration_ms=took,
+    )
+    return {
+        "tool_call": call.model_dump(mode="json"),
+        "tool_result": result.model_dump(mode="json"),
+        "chunks": [{"rank": n, **src.model_dump(mode="json")} for n, src in enumerate(output.sources, 1)],
+        "model_input": output.content,
+        "max_top_k": MAX_TOP_K,
+        "knowledge": knowledge_status(services),
+    }

@@ -1,0 +1,199 @@
+"""Admin: assistants and their settings, with the audit log; API keys for the OpenAI-compatible endpoint.
+
+Settings go through :class:`careerwise.assistant_settings.SettingsStore`, the one place that validates and
+audits them (the CLI uses it too); the engine reads a fresh snapshot every turn, so a change made here
+applies to the next turn, in every process, without a restart.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import Query
+from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy import func, select
+
+from careerwise.api.admin_common import admin_router, as_utc
+from careerwise.api.auth import AdminUser
+from careerwise.api.deps import ServicesDep
+from careerwise.assistant_settings import DEFAULT_ASSISTANT, KEYS, AssistantSettings
+from careerwise.channels.apikeys import create_key, list_keys, revoke_key
+from careerwise.errors import NotFoundError
+from careerwise.services import Services
+from careerwise.store import ApiKey, Assistant, AssistantSetting, SettingsAudit, Trace
+
+router = admin_router("admin: assistants")
+
+
+async def known_assistant(services: Services, assistant_id: str) -> Assistant:
+    """The assistant row; Summer's is created on first use (she ships), any other must exist."""
+    await services.assistant_settings.ensure_assistant(DEFAULT_ASSISTANT)
+    async with services.db.session() as s:
+        found = await s.get(Assistant, assistant_id)
+    if found is None:
+        raise NotFoundError(f"no assistant {assistant_id!r}")
+    return found
+
+
+@router.get("/assistants")
+async def assistants(services: ServicesDep) -> dict[str, Any]:
+    await services.assistant_settings.ensure_assistant(DEFAULT_ASSISTANT)
+    async with services.db.session() as s:
+        rows = (await s.scalars(select(Assistant).order_by(Assistant.created_at, Assistant.id))).all()
+        overrides = dict(
+            (
+                await s.execute(
+                    select(AssistantSetting.assistant_id, func.count()).group_by(
+                        AssistantSetting.assistant_id
+                    )
+                )
+            ).all()
+        )
+        turns = dict(
+            (await s.execute(select(Trace.assistant_id, func.count()).group_by(Trace.assistant_id))).all()
+        )
+    return {
+        "assistants": [
+            {
+                "id": a.id,
+                "name": a.name,
+                "created_at": as_utc(a.created_at).isoformat(),
+                "overrides": int(overrides.get(a.id, 0)),
+                "turns": int(turns.get(a.id, 0)),
+                "serving": a.id == services.engine.assistant_id,
+            }
+            for a in rows
+        ]
+    }
+
+
+def _field_info(key: str) -> dict[str, Any]:
+    """What the page needs to build an input and check it before sending: type, bounds, description."""
+    field = AssistantSettings.model_fields[key]
+    info: dict[str, Any] = {
+        "type": {bool: "boolean", int: "integer", float: "number"}.get(field.annotation, "string"),  # type: ignore[arg-type]
+        "default": field.default,
+        "description": field.description or "",
+    }
+    for meta in field.metadata:
+        for attr, name in (("ge", "minimum"), ("le", "maximum"), ("gt", "exclusive_minimum")):
+            value = getattr(meta, attr, None)
+            if value is not None:
+                info[name] = value
+    return info
+
+
+async def _settings_view(services: Services, assistant_id: str) -> dict[str, Any]:
+    eff = await services.assistant_settings.effective(assistant_id)
+    values = eff.values.model_dump()
+    return {
+        "assistant_id": assistant_id,
+        "settings": [
+            {"key": k, "value": values[k], "source": eff.sources[k], **_field_info(k)} for k in KEYS
+        ],
+    }
+
+
+@router.get("/assistants/{assistant_id}/settings")
+async def get_settings(assistant_id: str, services: ServicesDep) -> dict[str, Any]:
+    """Every setting's effective value and its source (default < environment < database)."""
+    await known_assistant(services, assistant_id)
+    return await _settings_view(services, assistant_id)
+
+
+class SettingIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    value: bool | int | float | str = Field(description="The new value (JSON type of the setting).")
+
+
+@router.put("/assistants/{assistant_id}/settings/{key}")
+async def put_setting(
+    assistant_id: str, key: str, body: SettingIn, services: ServicesDep, admin: AdminUser
+) -> dict[str, Any]:
+    """Store one override (validated; 400 says why a value is refused), audited with the admin's email."""
+    await known_assistant(services, assistant_id)
+    await services.assistant_settings.set(key, body.value, changed_by=admin.email, assistant_id=assistant_id)
+    return await _settings_view(services, assistant_id)
+
+
+@router.delete("/assistants/{assistant_id}/settings/{key}")
+async def reset_setting(
+    assistant_id: str, key: str, services: ServicesDep, admin: AdminUser
+) -> dict[str, Any]:
+    """Remove the database override: the configuration default applies again (audited)."""
+    await known_assistant(services, assistant_id)
+    await services.assistant_settings.reset(key, changed_by=admin.email, assistant_id=assistant_id)
+    return await _settings_view(services, assistant_id)
+
+
+@router.get("/assistants/{assistant_id}/audit")
+async def audit_log(
+    assistant_id: str,
+    services: ServicesDep,
+    limit: Annotated[int, Query(ge=1, le=500)] = 100,
+    offset: Annotated[int, Query(ge=0)] = 0,
+) -> dict[str, Any]:
+    """Who changed what, when, from what to what; newest first. ``new_value`` null = reset."""
+    await known_assistant(services, assistant_id)
+    where = SettingsAudit.assistant_id == assistant_id
+    async with services.db.session() as s:
+        total = int(await s.scalar(select(func.count(SettingsAudit.id)).where(where)) or 0)
+        rows = (
+            await s.scalars(
+                select(SettingsAudit)
+                .where(where)
+                .order_by(SettingsAudit.changed_at.desc(), SettingsAudit.id.desc())
+                .limit(limit)
+                .offset(offset)
+            )
+        ).all()
+    return {
+        "total": total,
+        "items": [
+            {
+                "id": r.id,
+                "key": r.key,
+                "old_value": r.old_value,
+                "new_value": r.new_value,
+                "changed_by": r.changed_by,
+                "changed_at": as_utc(r.changed_at).isoformat(),
+            }
+            for r in rows
+        ],
+    }
+
+
+# --- API keys -----------------------------------------------------------------------------------
+
+
+def _key_view(key: ApiKey) -> dict[str, Any]:
+    return {
+        "id": key.id,
+        "name": key.name,
+        "prefix": key.prefix,
+        "created_at": as_utc(key.created_at).isoformat(),
+        "revoked_at": as_utc(key.revoked_at).isoformat() if key.revoked_at else None,
+        "last_used_at": as_utc(key.last_used_at).isoformat() if key.last_used_at else None,
+    }
+
+
+@router.get("/apikeys")
+async def apikeys(services: ServicesDep) -> dict[str, Any]:
+    return {"keys": [_key_view(k) for k in await list_keys(services.db)]}
+
+
+class KeyIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(max_length=120, description="Who or what uses the key.")
+
+
+@router.post("/apikeys", status_code=201)
+async def new_apikey(body: KeyIn, services: ServicesDep) -> dict[str, Any]:
+    """The token is in this response and nowhere else: only its SHA-256 is stored."""
+    key, token = await create_key(services.db, body.name)
+    return {"key": _key_view(key), "token": token}
+
+
+@router.delete("/apikeys/{key_id}")
+async def revoke_apikey(key_id: str, services: ServicesDep) -> dict[str, Any]:
+    return {"key": _key_view(await revoke_key(services.db, key_id))}

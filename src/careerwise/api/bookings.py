@@ -1,0 +1,420 @@
+"""Consultation booking over HTTP: free slots, book / list / reschedule / cancel, the .ics file, the
+admin's availability, and the page at ``/bookings``. Reference: docs/bookings.md.
+
+Who may see or change a booking: the logged-in user who made it, an admin, or whoever holds the
+booking token returned when it was made (anonymous callers: ``X-Booking-Token`` header or ``?token=``).
+Anyone else gets 404, as if it did not exist.
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Header, Query, Request, Response
+from fastapi import Path as PathParam
+from fastapi.responses import FileResponse, JSONResponse
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StringConstraints
+
+from careerwise.api.auth import AdminUser, OptionalUser
+from careerwise.api.deps import ServicesDep
+from careerwise.booking import Availability, BookingService, BookingView, slot_label
+from careerwise.booking.errors import BookingNotFoundError, InvalidBookingError
+from careerwise.booking.slots import local_today
+from careerwise.booking.timefmt import hhmm
+from careerwise.errors import AuthenticationError
+from careerwise.store import User
+
+router = APIRouter(tags=["bookings"])
+STATIC = Path(__file__).resolve().parent.parent / "web" / "static"
+TOKEN_HEADER = "X-Booking-Token"
+MAX_TOKENS = 20
+Key = Annotated[str, StringConstraints(min_length=1, max_length=150, pattern=r"^[\x21-\x7e]+$")]
+HHMM = Annotated[str, StringConstraints(pattern=r"^([01]\d|2[0-3]):[0-5]\d$|^24:00$")]
+
+
+class SlotOut(BaseModel):
+    start: str = Field(description="UTC, ISO 8601 with Z.")
+    end: str
+    start_local: str = Field(description="The same instant in the coach's time zone (+08:00).")
+    label: str = Field(description="e.g. 2026-12-02 (三) 14:00–14:30 台北時間")
+    label_en: str
+
+
+class SlotsOut(BaseModel):
+    timezone: str
+    slot_minutes: int
+    start_day: date
+    days: int
+    slots: list[SlotOut]
+
+
+class BookIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    slot_start: AwareDatetime = Field(description="A free slot's start, with its offset (Z or +08:00).")
+    name: Annotated[str, StringConstraints(min_length=1, max_length=80)]
+    contact: Annotated[str, StringConstraints(min_length=1, max_length=254)] = Field(
+        description="An email address or a LINE ID (e.g. 'LINE: summer.coach')."
+    )
+    idempotency_key: Key | None = Field(default=None, description="Or the Idempotency-Key header.")
+
+
+class RescheduleIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    slot_start: AwareDatetime
+    idempotency_key: Key | None = None
+
+
+class BookingOut(BaseModel):
+    id: str
+    status: str
+    slot_start: datetime
+    slot_end: datetime
+    label: str
+    label_en: str
+    timezone: str
+    name: str
+    contact: str
+    contact_kind: str
+    channel: str
+    rescheduled_from: str | None
+    created_at: datetime
+    updated_at: datetime
+    token: str = Field(description="Lets an anonymous caller list, move and cancel this booking.")
+    ics_url: str
+
+
+class BookingsOut(BaseModel):
+    bookings: list[BookingOut]
+
+
+class RangeIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    start: HHMM
+    end: HHMM
+
+
+class WeeklyIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    ranges: Annotated[list[RangeIn], Field(max_length=12)]
+
+
+class ExceptionIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    day: date
+    kind: Literal["closed", "extra"]
+    start: HHMM | None = None
+    end: HHMM | None = None
+    note: Annotated[str, StringConstraints(max_length=200)] = ""
+
+
+class AvailabilitySettingsIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    slot_minutes: int | None = Field(default=None, ge=10, le=240)
+    horizon_days: int | None = Field(default=None, ge=1, le=365)
+    min_notice_minutes: int | None = Field(default=None, ge=0, le=10080)
+
+
+def _minute(value: str) -> int:
+    h, m = value.split(":")
+    return int(h) * 60 + int(m)
+
+
+def _out(service: BookingService, view: BookingView, av: Availability, request: Request) -> BookingOut:
+    token = service.token_for(view)
+    return BookingOut(
+        id=view.id,
+        status=view.status,
+        slot_start=view.slot_start,
+        slot_end=view.slot_end,
+        label=slot_label(view.slot_start, view.slot_end, av.tz, zh=True),
+        label_en=slot_label(view.slot_start, view.slot_end, av.tz, zh=False),
+        timezone=av.timezone,
+        name=view.name,
+        contact=view.contact.value,
+        contact_kind=view.contact.kind,
+        channel=view.channel,
+        rescheduled_from=view.rescheduled_from,
+        created_at=view.created_at,
+        updated_at=view.updated_at,
+        token=token,
+        ics_url=str(request.url_for("booking_ics", booking_id=view.id).include_query_params(token=token)),
+    )
+
+
+def _origins(service: BookingService, header: str | None, query: str | None) -> set[str]:
+    raw = [t for t in [*(header or "").split(","), query or ""] if t.strip()]
+    if len(raw) > MAX_TOKENS:
+        raise InvalidBookingError(f"send at most {MAX_TOKENS} booking tokens")
+    return {o for o in (service.origin_of(t) for t in raw) if o is not None}
+
+
+async def _authorized(
+    service: BookingService, booking_id: str, user: User | None, origins: set[str]
+) -> BookingView:
+    view = await service.get(booking_id)
+    if user is not None and (user.is_admin or view.user_id == user.id):
+        return view
+    if view.origin_id in origins:
+        return view
+    raise BookingNotFoundError(f"booking {booking_id} does not exist")
+
+
+def _key(header: str | None, body: str | None) -> str | None:
+    if header is not None and body is not None and header != body:
+        raise InvalidBookingError("the Idempotency-Key header and the body's idempotency_key differ")
+    key = header if header is not None else body
+    if key is not None and not (0 < len(key) <= 150 and key.isascii() and key.isprintable()):
+        raise InvalidBookingError("Idempotency-Key must be 1 to 150 printable ASCII characters")
+    return f"api:{key}" if key is not None else None
+
+
+TokenHeader = Annotated[str | None, Header(alias=TOKEN_HEADER)]
+TokenQuery = Annotated[str | None, Query(alias="token", max_length=200)]
+IdempotencyHeader = Annotated[str | None, Header(alias="Idempotency-Key")]
+
+
+@router.get("/api/slots", summary="Free consultation slots")
+async def slots(
+    services: ServicesDep,
+    start_day: Annotated[
+        date | None, Query(alias="from", description="First day (Taipei); default today.")
+    ] = None,
+    days: Annotated[int, Query(ge=1, le=90)] = 7,
+) -> SlotsOut:
+    service = services.bookings
+    av = await service.availability()
+    found = await service.free_slots(start_day=start_day, days=days)
+    first = start_day or local_today(av, service.now())
+    return SlotsOut(
+        timezone=av.timezone,
+        slot_minutes=av.slot_minutes,
+        start_day=first,
+        days=days,
+        slots=[SlotOut(**service.slot_json(s, av)) for s in found],
+    )
+
+
+@router.post(
+    "/api/bookings",
+    status_code=201,
+    summary="Book a slot",
+    responses={
+        200: {"description": "An idempotent replay: the booking the first request made."},
+        409: {"description": "The slot is taken; details.next_free_slots lists others."},
+    },
+)
+async def book(
+    body: BookIn,
+    request: Request,
+    services: ServicesDep,
+    user: OptionalUser,
+    idempotency_key: IdempotencyHeader = None,
+) -> JSONResponse:
+    service = services.bookings
+    result = await service.book(
+        slot_start=body.slot_start,
+        name=body.name,
+        contact=body.contact,
+        user_id=user.id if user else None,
+        channel="web",
+        idempotency_key=_key(idempotency_key, body.idempotency_key),
+    )
+    out = _out(service, result.booking, await service.availability(), request)
+    headers = {"Location": f"/api/bookings/{out.id}"}
+    if not result.created:
+        headers["Idempotent-Replayed"] = "true"
+    return JSONResponse(
+        out.model_dump(mode="json"), status_code=201 if result.created else 200, headers=headers
+    )
+
+
+@router.get("/api/bookings", summary="The caller's bookings")
+async def my_bookings(
+    request: Request,
+    services: ServicesDep,
+    user: OptionalUser,
+    token_header: TokenHeader = None,
+    token: TokenQuery = None,
+    scope: Literal["upcoming", "all"] = "upcoming",
+) -> BookingsOut:
+    service = services.bookings
+    origins = _origins(service, token_header, token)
+    if user is None and not origins:
+        raise AuthenticationError(f"log in, or send the booking token(s) in the {TOKEN_HEADER} header")
+    views = await service.list_bookings(
+        user_id=user.id if user else None, origin_ids=sorted(origins), upcoming_only=scope == "upcoming"
+    )
+    av = await service.availability()
+    return BookingsOut(bookings=[_out(service, v, av, request) for v in views])
+
+
+@router.get("/api/bookings/{booking_id}", summary="One booking")
+async def get_booking(
+    booking_id: str,
+    request: Request,
+    services: ServicesDep,
+    user: OptionalUser,
+    token_header: TokenHeader = None,
+    token: TokenQuery = None,
+) -> BookingOut:
+    service = services.bookings
+    view = await _authorized(service, booking_id, user, _origins(service, token_header, token))
+    return _out(service, view, await service.availability(), request)
+
+
+@router.post(
+    "/api/bookings/{booking_id}/reschedule",
+    summary="Move a booking to another free slot",
+    responses={409: {"description": "The new slot is taken, or the booking is no longer active."}},
+)
+async def reschedule(
+    booking_id: str,
+    body: RescheduleIn,
+    request: Request,
+    services: ServicesDep,
+    user: OptionalUser,
+    token_header: TokenHeader = None,
+    token: TokenQuery = None,
+    idempotency_key: IdempotencyHeader = None,
+) -> BookingOut:
+    service = services.bookings
+    await _authorized(service, booking_id, user, _origins(service, token_header, token))
+    result = await service.reschedule(
+        booking_id, slot_start=body.slot_start, idempotency_key=_key(idempotency_key, body.idempotency_key)
+    )
+    return _out(service, result.booking, await service.availability(), request)
+
+
+@router.post("/api/bookings/{booking_id}/cancel", summary="Cancel a booking")
+async def cancel(
+    booking_id: str,
+    request: Request,
+    services: ServicesDep,
+    user: OptionalUser,
+    token_header: TokenHeader = None,
+    token: TokenQuery = None,
+) -> BookingOut:
+    service = services.bookings
+    await _authorized(service, booking_id, user, _origins(service, token_header, token))
+    view = await service.cancel(booking_id)
+    return _out(service, view, await service.availability(), request)
+
+
+@router.get(
+    "/api/bookings/{booking_id}/ics",
+    name="booking_ics",
+    summary="The booking as an iCalendar file",
+    response_class=Response,
+    responses={200: {"content": {"text/calendar": {}}}},
+)
+async def booking_ics(
+    booking_id: str,
+    request: Request,
+    services: ServicesDep,
+    user: OptionalUser,
+    token_header: TokenHeader = None,
+    token: TokenQuery = None,
+) -> Response:
+    service = services.bookings
+    view = await _authorized(service, booking_id, user, _origins(service, token_header, token))
+    body = await service.calendar(view, url=str(request.base_url).rstrip("/") + "/bookings")
+    return Response(
+        body,
+        media_type="text/calendar; charset=utf-8",
+        headers={"Content-Disposition": f'attachment; filename="careerwise-{view.id[:8]}.ics"'},
+    )
+
+
+# --- admin ----------------------------------------------------------------------------------------
+
+
+def _availability_json(av: Availability) -> dict[str, Any]:
+    return {
+        "coach_id": av.coach_id,
+        "timezone": av.timezone,
+        "slot_minutes": av.slot_minutes,
+        "horizon_days": av.horizon_days,
+        "min_notice_minutes": av.min_notice_minutes,
+        "weekly": {
+            str(d): [{"start": hhmm(a), "end": hhmm(b)} for a, b in av.weekly.get(d, ())] for d in range(7)
+        },
+        "exceptions": [
+            {
+                "id": e.id,
+                "day": e.day.isoformat(),
+                "kind": e.kind,
+                "start": hhmm(e.start_minute) if e.start_minute is not None else None,
+                "end": hhmm(e.end_minute) if e.end_minute is not None else None,
+                "note": e.note,
+            }
+            for e in av.exceptions
+        ],
+    }
+
+
+@router.get("/api/admin/availability", summary="Weekly hours, exceptions and slot settings")
+async def get_availability(services: ServicesDep, _admin: AdminUser) -> dict[str, Any]:
+    return _availability_json(await services.bookings.availability())
+
+
+@router.put("/api/admin/availability/weekly/{weekday}", summary="Replace one weekday's hours")
+async def put_weekly(
+    weekday: Annotated[int, PathParam(ge=0, le=6, description="0 = Monday")],
+    body: WeeklyIn,
+    services: ServicesDep,
+    admin: AdminUser,
+) -> dict[str, Any]:
+    ranges = [(_minute(r.start), _minute(r.end)) for r in body.ranges]
+    return _availability_json(await services.bookings.set_weekly(weekday, ranges, by=admin.email))
+
+
+@router.patch("/api/admin/availability/settings", summary="Slot length, horizon, minimum notice")
+async def patch_settings(
+    body: AvailabilitySettingsIn, services: ServicesDep, admin: AdminUser
+) -> dict[str, Any]:
+    av = await services.bookings.update_settings(
+        slot_minutes=body.slot_minutes,
+        horizon_days=body.horizon_days,
+        min_notice_minutes=body.min_notice_minutes,
+        by=admin.email,
+    )
+    return _availability_json(av)
+
+
+@router.post("/api/admin/availability/exceptions", status_code=201, summary="Close a day or add hours")
+async def add_exception(body: ExceptionIn, services: ServicesDep, admin: AdminUser) -> dict[str, Any]:
+    e = await services.bookings.add_exception(
+        day=body.day,
+        kind=body.kind,
+        start_minute=_minute(body.start) if body.start else None,
+        end_minute=_minute(body.end) if body.end else None,
+        note=body.note,
+        by=admin.email,
+    )
+    return {"id": e.id, "day": e.day.isoformat(), "kind": e.kind, "start": body.start, "end": body.end}
+
+
+@router.delete("/api/admin/availability/exceptions/{exception_id}", status_code=204)
+async def delete_exception(exception_id: int, services: ServicesDep, admin: AdminUser) -> Response:
+    await services.bookings.remove_exception(exception_id, by=admin.email)
+    return Response(status_code=204)
+
+
+@router.get("/api/admin/bookings", summary="Every booking (admin)")
+async def all_bookings(
+    request: Request,
+    services: ServicesDep,
+    _admin: AdminUser,
+    scope: Literal["upcoming", "all"] = "upcoming",
+) -> BookingsOut:
+    service = services.bookings
+    views = await service.list_bookings(everyone=True, upcoming_only=scope == "upcoming")
+    av = await service.availability()
+    return BookingsOut(bookings=[_out(service, v, av, request) for v in views])
+
+
+@router.get("/bookings", include_in_schema=False)
+async def bookings_page() -> FileResponse:
+    return FileResponse(STATIC / "bookings.html", headers={"Cache-Control": "no-cache"})

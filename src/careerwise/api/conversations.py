@@ -1,0 +1,158 @@
+"""Conversations and messages for the chat page.
+
+Who may see what:
+
+* a logged-in user's conversations (``user_id`` set) belong to that user alone; anyone else gets 404,
+  the same answer as for an id that does not exist, so ids cannot be probed;
+* an anonymous conversation (``user_id`` NULL) is open to whoever holds its id: 32 random hex digits
+  the anonymous page keeps in ``sessionStorage`` only, so its history does not follow the visitor to
+  another browser or tab;
+* only web conversations are served here: LINE chats and API turns have no owner on this site.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Query, Request, Response
+from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy import delete, select
+
+from careerwise.api._message_views import MessageOut, as_utc, message_views
+from careerwise.api.auth import CurrentUser, OptionalUser, client_ip
+from careerwise.api.deps import ServicesDep
+from careerwise.errors import ConversationBusyError, NotFoundError
+from careerwise.services import Services
+from careerwise.store import Conversation, Message, User
+
+router = APIRouter(tags=["conversations"])
+
+HexId = Annotated[str, Path(pattern=r"^[0-9a-f]{32}$", description="32 lower-case hex digits")]
+WEB = "web"
+
+
+class ConversationOut(BaseModel):
+    id: str
+    title: str
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def of(cls, conv: Conversation) -> ConversationOut:
+        return cls(
+            id=conv.id,
+            title=conv.title,
+            created_at=as_utc(conv.created_at),
+            updated_at=as_utc(conv.updated_at),
+        )
+
+
+class ConversationList(BaseModel):
+    conversations: list[ConversationOut]
+
+
+class ConversationDetail(ConversationOut):
+    messages: list[MessageOut]
+
+
+class NewConversation(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    title: str = Field(default="", max_length=200)
+
+
+def _visible(conv: Conversation | None, user: User | None) -> bool:
+    if conv is None or conv.channel != WEB:
+        return False
+    return conv.user_id is None or (user is not None and conv.user_id == user.id)
+
+
+async def _conversation(services: Services, conversation_id: str, user: User | None) -> Conversation:
+    async with services.db.session() as s:
+        conv = await s.get(Conversation, conversation_id)
+    if not _visible(conv, user):
+        raise NotFoundError(f"conversation {conversation_id} does not exist")
+    assert conv is not None
+    return conv
+
+
+@router.get("/api/conversations")
+async def list_conversations(
+    services: ServicesDep,
+    user: CurrentUser,
+    limit: Annotated[int, Query(ge=1, le=200, description="How many, newest first.")] = 50,
+) -> ConversationList:
+    """The logged-in user's conversations, most recently active first."""
+    async with services.db.session() as s:
+        rows = await s.scalars(
+            select(Conversation)
+            .where(Conversation.user_id == user.id, Conversation.channel == WEB)
+            .order_by(Conversation.updated_at.desc(), Conversation.id)
+            .limit(limit)
+        )
+        return ConversationList(conversations=[ConversationOut.of(c) for c in rows])
+
+
+@router.post("/api/conversations", status_code=201)
+async def create_conversation(
+    body: NewConversation, request: Request, services: ServicesDep, user: OptionalUser
+) -> ConversationOut:
+    """An empty conversation, so the page knows its id before the first answer starts (a stopped first
+    answer still leaves the conversation where the page can find it)."""
+    if user is None:
+        services.limiters.anonymous_chat.hit(f"new-conversation:{client_ip(request)}", "new conversations")
+    else:
+        services.limiters.user_chat.hit(f"new-conversation:{user.id}", "new conversations")
+    conv = Conversation(title=body.title.strip()[:200], channel=WEB, user_id=user.id if user else None)
+    async with services.db.session() as s, s.begin():
+        s.add(conv)
+        await s.flush()
+        out = ConversationOut.of(conv)
+    return out
+
+
+@router.get("/api/conversations/{conversation_id}")
+async def get_conversation(
+    conversation_id: HexId, services: ServicesDep, user: OptionalUser
+) -> ConversationDetail:
+    conv = await _conversation(services, conversation_id, user)
+    async with services.db.session() as s:
+        rows = list(await s.scalars(select(Message).where(Message.conversation_id == conv.id)))
+        # created in one transaction, a turn's two messages can share a timestamp: the question first
+        rows.sort(key=lambda m: (m.created_at, m.role != "user"))
+        messages = await message_views(s, rows)
+    return ConversationDetail(**ConversationOut.of(conv).model_dump(), messages=messages)
+
+
+@router.delete("/api/conversations/{conversation_id}", status_code=204)
+async def delete_conversation(conversation_id: HexId, services: ServicesDep, user: OptionalUser) -> Response:
+    """Deletes the conversation with its messages, traces and feedback (the database cascades)."""
+    conv = await _conversation(services, conversation_id, user)
+    # a turn still being written would find its rows gone; a pending message older than the turn
+    # deadline is left over from a crashed process and does not block
+    since = datetime.now(UTC) - timedelta(seconds=services.settings.turn_deadline + 30)
+    async with services.db.session() as s, s.begin():
+        running = await s.scalar(
+            select(Message.id)
+            .where(
+                Message.conversation_id == conv.id, Message.status == "pending", Message.created_at > since
+            )
+            .limit(1)
+        )
+        if running is not None:
+            raise ConversationBusyError(
+                "an answer is still being written in this conversation; stop it first"
+            )
+        await s.execute(delete(Conversation).where(Conversation.id == conv.id))
+    return Response(status_code=204)
+
+
+@router.get("/api/messages/{message_id}")
+async def get_message(message_id: HexId, services: ServicesDep, user: OptionalUser) -> MessageOut:
+    """One message with its server-rendered HTML (the page swaps it in when an answer is finished)."""
+    async with services.db.session() as s:
+        message = await s.get(Message, message_id)
+        conv = await s.get(Conversation, message.conversation_id) if message is not None else None
+        if message is None or not _visible(conv, user):
+            raise NotFoundError(f"message {message_id} does not exist")
+        return (await message_views(s, [message]))[0]

@@ -1,0 +1,36 @@
+"""Consultation booking (預約諮詢), no LLM: availability, slots in the coach's time zone (Asia/Taipei),
+bookings with a database-enforced one-booking-per-slot rule, idempotent retries, and .ics files."""
+
+from careerwise.booking.contact import Contact, parse_contact, parse_name
+from careerwise.booking.errors import (
+    BookingNotActiveError,
+    BookingNotFoundError,
+    IdempotencyKeyReusedError,
+    InvalidBookingError,
+    SlotTakenError,
+    SlotUnavailableError,
+)
+from careerwise.booking.service import BookingService, BookingView, BookResult, token_key
+from careerwise.booking.slots import DEFAULT_COACH, Availability, DayException, Slot
+from careerwise.booking.timefmt import slot_label
+
+__all__ = [
+    "DEFAULT_COACH",
+    "Availability",
+    "BookResult",
+    "BookingNotActiveError",
+    "BookingNotFoundError",
+    "BookingService",
+    "BookingView",
+    "Contact",
+    "DayException",
+    "IdempotencyKeyReusedError",
+    "InvalidBookingError",
+    "Slot",
+    "SlotTakenError",
+    "SlotUnavailableError",
+    "parse_contact",
+    "parse_name",
+    "slot_label",
+    "token_key",
+]

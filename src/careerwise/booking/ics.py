@@ -1,0 +1,91 @@
+"""iCalendar (RFC 5545) for one booking, written by hand: one VCALENDAR with one VEVENT.
+
+Times are UTC ("Z" form), so no VTIMEZONE is needed. Content lines end with CRLF and are folded at 75
+octets (RFC 5545 §3.1), never inside a UTF-8 sequence. The UID is the booking's origin id: a
+rescheduled booking keeps its UID with a higher SEQUENCE, so a calendar moves the event instead of
+adding a second one; a cancelled booking is published with STATUS:CANCELLED.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from careerwise.booking.timefmt import as_utc
+
+CRLF = "\r\n"
+MAX_OCTETS = 75
+
+
+@dataclass(frozen=True)
+class CalendarEvent:
+    uid: str
+    start: datetime
+    end: datetime
+    stamp: datetime
+    summary: str
+    description: str = ""
+    url: str | None = None
+    sequence: int = 0
+    cancelled: bool = False
+
+
+def escape_text(value: str) -> str:
+    """TEXT values (§3.3.11): backslash, semicolon, comma and newlines escaped."""
+    return (
+        value.replace("\\", "\\\\")
+        .replace(";", "\\;")
+        .replace(",", "\\,")
+        .replace("\r\n", "\\n")
+        .replace("\n", "\\n")
+        .replace("\r", "\\n")
+    )
+
+
+def fold(line: str) -> str:
+    """One content line, folded: at most 75 octets per physical line, continuation lines start with a
+    space (which counts towards their 75)."""
+    out: list[str] = []
+    current: list[str] = []
+    size = 0
+    for ch in line:
+        n = len(ch.encode("utf-8"))
+        if size + n > MAX_OCTETS:
+            out.append("".join(current))
+            current, size = [" "], 1
+        current.append(ch)
+        size += n
+    out.append("".join(current))
+    return CRLF.join(out)
+
+
+def utc_stamp(value: datetime) -> str:
+    return as_utc(value).strftime("%Y%m%dT%H%M%SZ")
+
+
+def render(event: CalendarEvent, *, prodid: str = "-//CareerWise//Bookings//ZH-TW") -> bytes:
+    lines = [
+        "BEGIN:VCALENDAR",
+        "VERSION:2.0",
+        f"PRODID:{prodid}",
+        "CALSCALE:GREGORIAN",
+        f"METHOD:{'CANCEL' if event.cancelled else 'PUBLISH'}",
+        "BEGIN:VEVENT",
+        f"UID:{event.uid}",
+        f"DTSTAMP:{utc_stamp(event.stamp)}",
+        f"DTSTART:{utc_stamp(event.start)}",
+        f"DTEND:{utc_stamp(event.end)}",
+        f"SEQUENCE:{event.sequence}",
+        f"SUMMARY:{escape_text(event.summary)}",
+    ]
+    if event.description:
+        lines.append(f"DESCRIPTION:{escape_text(event.description)}")
+    if event.url:
+        lines.append(f"URL:{event.url}")
+    lines += [
+        f"STATUS:{'CANCELLED' if event.cancelled else 'CONFIRMED'}",
+        "TRANSP:OPAQUE",
+        "END:VEVENT",
+        "END:VCALENDAR",
+    ]
+    return "".join(fold(line) + CRLF for line in lines).encode("utf-8")

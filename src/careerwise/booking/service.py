@@ -1,0 +1,653 @@
+"""The booking service: availability, free slots, book / cancel / reschedule / list, tokens.
+
+Every rule that protects a booking is enforced in one transaction with the database as the judge:
+the partial unique index ``uq_bookings_active_slot`` refuses a second active booking of a slot, and
+the unique ``idempotency_key`` makes a retried request find the booking the first one made. Code
+checks before the write are for clear messages, never for correctness.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, date, datetime, timedelta
+from typing import Any, Literal
+
+from sqlalchemy import delete, func, or_, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from careerwise.booking import ics
+from careerwise.booking.contact import Contact, parse_contact, parse_name
+from careerwise.booking.errors import (
+    BookingNotActiveError,
+    BookingNotFoundError,
+    IdempotencyKeyReusedError,
+    InvalidBookingError,
+    SlotTakenError,
+    SlotUnavailableError,
+)
+from careerwise.booking.slots import (
+    DEFAULT_COACH,
+    Availability,
+    DayException,
+    Range,
+    Slot,
+    find_slot,
+    free_slots,
+    local_today,
+)
+from careerwise.booking.timefmt import as_utc, slot_label
+from careerwise.store import (
+    AvailabilityException,
+    AvailabilityWindow,
+    Booking,
+    BookingSettings,
+    Database,
+)
+from careerwise.store.models import new_id
+
+log = logging.getLogger(__name__)
+MAX_DAYS = 90
+_REASONS = {
+    "not_open": "is not an open consultation slot",
+    "too_soon": "starts too soon to be booked",
+    "past": "is in the past",
+    "beyond_horizon": "is further ahead than bookings are open",
+}
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True)
+class BookingView:
+    id: str
+    coach_id: str
+    slot_start: datetime
+    slot_end: datetime
+    name: str
+    contact: Contact
+    status: str
+    user_id: str | None
+    conversation_id: str | None
+    channel: str
+    origin_id: str
+    rescheduled_from: str | None
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def of(cls, row: Booking) -> BookingView:
+        return cls(
+            id=row.id,
+            coach_id=row.coach_id,
+            slot_start=as_utc(row.slot_start),
+            slot_end=as_utc(row.slot_end),
+            name=row.name,
+            contact=Contact("email" if row.contact_kind == "email" else "line", row.contact),
+            status=row.status,
+            user_id=row.user_id,
+            conversation_id=row.conversation_id,
+            channel=row.channel,
+            origin_id=row.origin_id,
+            rescheduled_from=row.rescheduled_from,
+            created_at=as_utc(row.created_at),
+            updated_at=as_utc(row.updated_at),
+        )
+
+
+@dataclass(frozen=True)
+class BookResult:
+    booking: BookingView
+    created: bool  # False: an idempotent replay returned the booking made earlier
+
+
+class BookingService:
+    def __init__(
+        self,
+        db: Database,
+        *,
+        token_key: bytes,
+        coach_id: str = DEFAULT_COACH,
+        clock: Callable[[], datetime] = _now,
+    ) -> None:
+        self.db = db
+        self.coach_id = coach_id
+        self._token_key = token_key
+        self._clock = clock
+
+    def now(self) -> datetime:
+        return as_utc(self._clock())
+
+    # --- availability ---------------------------------------------------------------------------
+
+    async def availability(self) -> Availability:
+        async with self.db.session() as s:
+            return await self._availability(s)
+
+    async def _availability(self, s: AsyncSession) -> Availability:
+        cfg = await s.get(BookingSettings, self.coach_id)
+        windows = (
+            await s.scalars(
+                select(AvailabilityWindow)
+                .where(AvailabilityWindow.coach_id == self.coach_id)
+                .order_by(AvailabilityWindow.weekday, AvailabilityWindow.start_minute)
+            )
+        ).all()
+        exceptions = (
+            await s.scalars(
+                select(AvailabilityException)
+                .where(AvailabilityException.coach_id == self.coach_id)
+                .order_by(AvailabilityException.day, AvailabilityException.id)
+            )
+        ).all()
+        weekly: dict[int, tuple[Range, ...]] = {}
+        for w in windows:
+            weekly[w.weekday] = (*weekly.get(w.weekday, ()), (w.start_minute, w.end_minute))
+        av = Availability(
+            coach_id=self.coach_id,
+            weekly=weekly,
+            exceptions=tuple(
+                DayException(
+                    day=e.day,
+                    kind="closed" if e.kind == "closed" else "extra",
+                    start_minute=e.start_minute,
+                    end_minute=e.end_minute,
+                    note=e.note,
+                    id=e.id,
+                )
+                for e in exceptions
+            ),
+        )
+        if cfg is not None:
+            av = replace(
+                av,
+                slot_minutes=cfg.slot_minutes,
+                timezone=cfg.timezone,
+                horizon_days=cfg.horizon_days,
+                min_notice_minutes=cfg.min_notice_minutes,
+            )
+        return av
+
+    async def set_weekly(self, weekday: int, ranges: Sequence[Range], *, by: str = "") -> Availability:
+        """Replace one weekday's hours (an empty list closes that weekday)."""
+        if not 0 <= weekday <= 6:
+            raise InvalidBookingError("weekday must be 0 (Monday) to 6 (Sunday)")
+        for a, b in ranges:
+            _check_range(a, b)
+        async with self.db.session() as s, s.begin():
+            await s.execute(
+                delete(AvailabilityWindow).where(
+                    AvailabilityWindow.coach_id == self.coach_id, AvailabilityWindow.weekday == weekday
+                )
+            )
+            s.add_all(
+                AvailabilityWindow(coach_id=self.coach_id, weekday=weekday, start_minute=a, end_minute=b)
+                for a, b in ranges
+            )
+            await self._touch_settings(s, by)
+        log.info("booking: %s set weekday %d hours to %s", by or "someone", weekday, list(ranges))
+        return await self.availability()
+
+    async def add_exception(
+        self,
+        *,
+        day: date,
+        kind: Literal["closed", "extra"],
+        start_minute: int | None = None,
+        end_minute: int | None = None,
+        note: str = "",
+        by: str = "",
+    ) -> DayException:
+        if kind not in ("closed", "extra"):
+            raise InvalidBookingError("an exception is 'closed' or 'extra'")
+        if (start_minute is None) != (end_minute is None):
+            raise InvalidBookingError("give both a start and an end time, or neither")
+        if start_minute is None or end_minute is None:
+            if kind == "extra":
+                raise InvalidBookingError("extra hours need a start and an end time")
+        else:
+            _check_range(start_minute, end_minute)
+        if len(note) > 200:
+            raise InvalidBookingError("note is longer than 200 characters")
+        async with self.db.session() as s, s.begin():
+            row = AvailabilityException(
+                coach_id=self.coach_id,
+                day=day,
+                kind=kind,
+                start_minute=start_minute,
+                end_minute=end_minute,
+                note=note,
+            )
+            s.add(row)
+            await self._touch_settings(s, by)
+            await s.flush()
+            exc_id = row.id
+        log.info("booking: %s added a %s exception on %s", by or "someone", kind, day)
+        return DayException(day, kind, start_minute, end_minute, note, exc_id)
+
+    async def remove_exception(self, exception_id: int, *, by: str = "") -> None:
+        async with self.db.session() as s, s.begin():
+            result = await s.execute(
+                delete(AvailabilityException).where(
+                    AvailabilityException.id == exception_id,
+                    AvailabilityException.coach_id == self.coach_id,
+                )
+            )
+            if _rowcount(result) == 0:
+                raise BookingNotFoundError(f"availability exception {exception_id} does not exist")
+            await self._touch_settings(s, by)
+
+    async def update_settings(
+        self,
+        *,
+        slot_minutes: int | None = None,
+        horizon_days: int | None = None,
+        min_notice_minutes: int | None = None,
+        by: str = "",
+    ) -> Availability:
+        if slot_minutes is not None and not (10 <= slot_minutes <= 240 and 1440 % slot_minutes == 0):
+            raise InvalidBookingError("slot length must be 10 to 240 minutes and divide a day evenly")
+        if horizon_days is not None and not 1 <= horizon_days <= 365:
+            raise InvalidBookingError("the booking horizon must be 1 to 365 days")
+        if min_notice_minutes is not None and not 0 <= min_notice_minutes <= 7 * 24 * 60:
+            raise InvalidBookingError("the minimum notice must be 0 to 10080 minutes")
+        async with self.db.session() as s, s.begin():
+            cfg = await self._touch_settings(s, by)
+            if slot_minutes is not None:
+                cfg.slot_minutes = slot_minutes
+            if horizon_days is not None:
+                cfg.horizon_days = horizon_days
+            if min_notice_minutes is not None:
+                cfg.min_notice_minutes = min_notice_minutes
+        return await self.availability()
+
+    async def _touch_settings(self, s: AsyncSession, by: str) -> BookingSettings:
+        cfg = await s.get(BookingSettings, self.coach_id)
+        if cfg is None:
+            d = Availability()
+            cfg = BookingSettings(
+                coach_id=self.coach_id,
+                slot_minutes=d.slot_minutes,
+                timezone=d.timezone,
+                horizon_days=d.horizon_days,
+                min_notice_minutes=d.min_notice_minutes,
+            )
+            s.add(cfg)
+        cfg.updated_at = self.now()
+        cfg.updated_by = by
+        return cfg
+
+    # --- slots --------------------------------------------------------------------------------
+
+    async def free_slots(
+        self, *, start_day: date | None = None, days: int = 7, limit: int | None = None
+    ) -> list[Slot]:
+        if not 1 <= days <= MAX_DAYS:
+            raise InvalidBookingError(f"days must be 1 to {MAX_DAYS}")
+        async with self.db.session() as s:
+            av = await self._availability(s)
+            return await self._free(s, av, start_day or local_today(av, self.now()), days, limit)
+
+    async def _free(
+        self, s: AsyncSession, av: Availability, start_day: date, days: int, limit: int | None
+    ) -> list[Slot]:
+        lo = datetime.combine(start_day - timedelta(days=1), datetime.min.time(), UTC)
+        hi = datetime.combine(start_day + timedelta(days=days + 1), datetime.min.time(), UTC)
+        busy = (
+            await s.execute(
+                select(Booking.slot_start, Booking.slot_end).where(
+                    Booking.coach_id == self.coach_id,
+                    Booking.status == "active",
+                    Booking.slot_start < hi,
+                    Booking.slot_end > lo,
+                )
+            )
+        ).all()
+        slots = free_slots(av, now=self.now(), start_day=start_day, days=days, busy=[(a, b) for a, b in busy])
+        return slots[:limit] if limit is not None else slots
+
+    async def next_free(self, *, after: datetime | None = None, limit: int = 5) -> list[Slot]:
+        """The next free slots (from ``after`` when given, else from now) within the booking horizon."""
+        async with self.db.session() as s:
+            av = await self._availability(s)
+            today = local_today(av, self.now())
+            start = max(today, as_utc(after).astimezone(av.tz).date()) if after else today
+            days = max(1, min(MAX_DAYS, (today + timedelta(days=av.horizon_days) - start).days + 1))
+            slots = await self._free(s, av, start, days, None)
+        if after is not None:
+            later = [x for x in slots if x.start >= as_utc(after)]
+            slots = later or slots
+        return slots[:limit]
+
+    def slot_json(self, slot: Slot, av: Availability) -> dict[str, Any]:
+        return {
+            "start": slot.start.isoformat().replace("+00:00", "Z"),
+            "end": slot.end.isoformat().replace("+00:00", "Z"),
+            "start_local": slot.start.astimezone(av.tz).isoformat(),
+            "label": slot.label(av.tz, zh=True),
+            "label_en": slot.label(av.tz, zh=False),
+        }
+
+    async def _next_free_json(self, after: datetime) -> list[dict[str, Any]]:
+        av = await self.availability()
+        return [self.slot_json(x, av) for x in await self.next_free(after=after)]
+
+    async def _bookable(self, start: datetime) -> Slot:
+        av = await self.availability()
+        slot, reason = find_slot(av, start, now=self.now())
+        if slot is None:
+            label = slot_label(start, start + timedelta(minutes=av.slot_minutes), av.tz, zh=False)
+            raise SlotUnavailableError(
+                f"{label} {_REASONS[reason]}; pick one of the free slots",
+                next_free=await self._next_free_json(start),
+            )
+        return slot
+
+    # --- bookings -------------------------------------------------------------------------------
+
+    async def book(
+        self,
+        *,
+        slot_start: datetime,
+        name: str,
+        contact: str,
+        user_id: str | None = None,
+        conversation_id: str | None = None,
+        channel: str = "web",
+        idempotency_key: str | None = None,
+    ) -> BookResult:
+        clean_name, clean_contact = parse_name(name), parse_contact(contact)
+        start = as_utc(slot_start)
+        digest = _request_hash("book", self.coach_id, start, clean_name, clean_contact, user_id)
+        if idempotency_key is not None:
+            replay = await self._replay(idempotency_key, digest)
+            if replay is not None:
+                return BookResult(replay, created=False)
+        slot = await self._bookable(start)
+        now = self.now()
+        row = Booking(
+            coach_id=self.coach_id,
+            slot_start=slot.start,
+            slot_end=slot.end,
+            user_id=user_id,
+            conversation_id=conversation_id,
+            name=clean_name,
+            contact=clean_contact.value,
+            contact_kind=clean_contact.kind,
+            status="active",
+            channel=channel,
+            idempotency_key=idempotency_key,
+            request_hash=digest if idempotency_key is not None else None,
+            created_at=now,
+            updated_at=now,
+        )
+        row.origin_id = row.id = new_id()
+        try:
+            async with self.db.session() as s, s.begin():
+                s.add(row)
+                await s.flush()
+                await self._refuse_overlap(s, row)
+        except IntegrityError as exc:
+            return BookResult(await self._after_integrity_error(exc, idempotency_key, digest, start), False)
+        log.info("booking %s: %s booked by %s", row.id, slot.start.isoformat(), channel)
+        return BookResult(BookingView.of(row), created=True)
+
+    async def _refuse_overlap(self, s: AsyncSession, row: Booking) -> None:
+        """Slots start on the grid, so the unique index is the guarantee; this catches the one case it
+        cannot: an active booking made under an earlier slot length that overlaps a new grid slot."""
+        clash = await s.scalar(
+            select(Booking.id).where(
+                Booking.coach_id == row.coach_id,
+                Booking.status == "active",
+                Booking.id != row.id,
+                Booking.slot_start < row.slot_end,
+                Booking.slot_end > row.slot_start,
+            )
+        )
+        if clash is not None:
+            raise SlotTakenError(
+                "that time overlaps another booking; pick one of the free slots",
+                next_free=await self._next_free_json(as_utc(row.slot_start)),
+            )
+
+    async def _after_integrity_error(
+        self, exc: IntegrityError, key: str | None, digest: str, start: datetime
+    ) -> BookingView:
+        """The insert lost a race. With an idempotency key, the winner may be our own earlier attempt
+        (a double click, a redelivery): then it is the answer. Otherwise the slot is taken."""
+        if key is not None:
+            replay = await self._replay(key, digest)
+            if replay is not None:
+                return replay
+        log.info("booking: slot %s taken (%s)", start.isoformat(), type(exc.orig).__name__)
+        raise SlotTakenError(
+            "that slot was just booked by someone else; pick one of the free slots",
+            next_free=await self._next_free_json(start),
+        ) from None
+
+    async def _replay(self, key: str, digest: str) -> BookingView | None:
+        async with self.db.session() as s:
+            row = await s.scalar(select(Booking).where(Booking.idempotency_key == key))
+        if row is None:
+            return None
+        if row.request_hash != digest:
+            raise IdempotencyKeyReusedError(
+                "this Idempotency-Key was already used for a different request; use a new key"
+            )
+        return BookingView.of(row)
+
+    async def get(self, booking_id: str) -> BookingView:
+        async with self.db.session() as s:
+            row = await s.get(Booking, booking_id)
+        if row is None or row.coach_id != self.coach_id:
+            raise BookingNotFoundError(f"booking {booking_id} does not exist")
+        return BookingView.of(row)
+
+    async def current(self, booking_id: str) -> BookingView:
+        """The booking, or where its reschedule chain ended up (the active one, or the last)."""
+        view = await self.get(booking_id)
+        if view.status != "rescheduled":
+            return view
+        chain = await self.list_bookings(origin_ids=[view.origin_id], upcoming_only=False)
+        return next((b for b in chain if b.status == "active"), chain[-1] if chain else view)
+
+    async def list_bookings(
+        self,
+        *,
+        user_id: str | None = None,
+        conversation_id: str | None = None,
+        origin_ids: Sequence[str] = (),
+        upcoming_only: bool = True,
+        active_only: bool = False,
+        everyone: bool = False,
+    ) -> list[BookingView]:
+        """Bookings of a user, a conversation or token holders (any of them), oldest slot first;
+        ``everyone`` for the admin view."""
+        who = []
+        if user_id is not None:
+            who.append(Booking.user_id == user_id)
+        if conversation_id is not None:
+            who.append(Booking.conversation_id == conversation_id)
+        if origin_ids:
+            who.append(Booking.origin_id.in_(list(origin_ids)))
+        if not who and not everyone:
+            return []
+        q = select(Booking).where(Booking.coach_id == self.coach_id)
+        if who:
+            q = q.where(or_(*who))
+        if upcoming_only:
+            q = q.where(Booking.slot_end > self.now())
+        if active_only:
+            q = q.where(Booking.status == "active")
+        async with self.db.session() as s:
+            rows = (await s.scalars(q.order_by(Booking.slot_start, Booking.created_at))).all()
+        return [BookingView.of(r) for r in rows]
+
+    async def cancel(self, booking_id: str) -> BookingView:
+        """Cancel an active booking; cancelling a cancelled one again returns it unchanged."""
+        view = await self.get(booking_id)
+        if view.status == "active" and view.slot_start <= self.now():
+            raise InvalidBookingError("this consultation has already started; it cannot be cancelled")
+        now = self.now()
+        async with self.db.session() as s, s.begin():
+            result = await s.execute(
+                update(Booking)
+                .where(Booking.id == booking_id, Booking.status == "active")
+                .values(status="cancelled", updated_at=now)
+            )
+            changed = _rowcount(result) == 1
+        if not changed:
+            view = await self.get(booking_id)
+            if view.status == "cancelled":
+                return view
+            raise await self._not_active(view)
+        log.info("booking %s: cancelled", booking_id)
+        return await self.get(booking_id)
+
+    async def reschedule(
+        self, booking_id: str, *, slot_start: datetime, idempotency_key: str | None = None
+    ) -> BookResult:
+        """Move an active booking: the old row becomes ``rescheduled``, a new active row takes the new
+        slot, in one transaction. If the new slot is taken, nothing changes."""
+        old = await self.get(booking_id)
+        start = as_utc(slot_start)
+        digest = _request_hash("reschedule", self.coach_id, start, booking_id)
+        if idempotency_key is not None:
+            replay = await self._replay(idempotency_key, digest)
+            if replay is not None:
+                return BookResult(replay, created=False)
+        if old.status != "active":
+            raise await self._not_active(old)
+        if old.slot_start <= self.now():
+            raise InvalidBookingError("this consultation has already started; it cannot be moved")
+        if start == old.slot_start:
+            raise InvalidBookingError("the booking is already at that time")
+        slot = await self._bookable(start)
+        now = self.now()
+        new = Booking(
+            id=new_id(),
+            coach_id=self.coach_id,
+            slot_start=slot.start,
+            slot_end=slot.end,
+            user_id=old.user_id,
+            conversation_id=old.conversation_id,
+            name=old.name,
+            contact=old.contact.value,
+            contact_kind=old.contact.kind,
+            status="active",
+            channel=old.channel,
+            idempotency_key=idempotency_key,
+            request_hash=digest if idempotency_key is not None else None,
+            origin_id=old.origin_id,
+            rescheduled_from=old.id,
+            created_at=now,
+            updated_at=now,
+        )
+        try:
+            async with self.db.session() as s, s.begin():
+                # the old row first: a concurrent move or cancel of the same booking waits here, then
+                # finds it no longer active
+                result = await s.execute(
+                    update(Booking)
+                    .where(Booking.id == old.id, Booking.status == "active")
+                    .values(status="rescheduled", updated_at=now)
+                )
+                if _rowcount(result) == 0:
+                    raise _Stale
+                s.add(new)
+                await s.flush()
+                await self._refuse_overlap(s, new)
+        except _Stale:
+            raise await self._not_active(await self.get(old.id)) from None
+        except IntegrityError as exc:
+            return BookResult(await self._after_integrity_error(exc, idempotency_key, digest, start), False)
+        log.info("booking %s: moved to %s as %s", old.id, slot.start.isoformat(), new.id)
+        return BookResult(BookingView.of(new), created=True)
+
+    async def _not_active(self, view: BookingView) -> BookingNotActiveError:
+        moved_to = None
+        if view.status == "rescheduled":
+            async with self.db.session() as s:
+                moved_to = await s.scalar(select(Booking.id).where(Booking.rescheduled_from == view.id))
+        what = "was moved to another time" if view.status == "rescheduled" else f"is {view.status}"
+        hint = f" (now booking {moved_to})" if moved_to else ""
+        return BookingNotActiveError(f"booking {view.id} {what}{hint}", status=view.status, moved_to=moved_to)
+
+    # --- tokens and calendar ----------------------------------------------------------------------
+
+    def token_for(self, view: BookingView) -> str:
+        """A bearer token for anonymous callers, naming the booking's reschedule chain. Derived (HMAC),
+        not stored: an idempotent replay returns the same token the first response carried."""
+        return f"{view.origin_id}.{self._mac(view.origin_id)}"
+
+    def origin_of(self, token: str) -> str | None:
+        origin, _, mac = token.strip().partition(".")
+        if not origin or not mac or len(origin) > 32:
+            return None
+        return origin if hmac.compare_digest(mac, self._mac(origin)) else None
+
+    def _mac(self, origin: str) -> str:
+        digest = hmac.new(self._token_key, origin.encode(), hashlib.sha256).digest()
+        return base64.urlsafe_b64encode(digest[:24]).decode().rstrip("=")
+
+    async def calendar(self, view: BookingView, *, url: str | None = None) -> bytes:
+        av = await self.availability()
+        async with self.db.session() as s:
+            sequence = await s.scalar(
+                select(func.count())
+                .select_from(Booking)
+                .where(Booking.origin_id == view.origin_id, Booking.created_at < view.created_at)
+            )
+        label = slot_label(view.slot_start, view.slot_end, av.tz, zh=True)
+        event = ics.CalendarEvent(
+            uid=f"{view.origin_id}@careerwise",
+            start=view.slot_start,
+            end=view.slot_end,
+            stamp=view.updated_at,
+            summary="職涯諮詢 with Summer (CareerWise)",
+            description=(
+                f"{label}\n預約人 Name: {view.name}\n聯絡方式 Contact: {view.contact.display()}\n"
+                f"預約編號 Booking: {view.id}"
+            ),
+            url=url,
+            sequence=int(sequence or 0),
+            cancelled=view.status == "cancelled",
+        )
+        return ics.render(event)
+
+
+class _Stale(Exception):
+    """The row changed between the read and the write (raised and caught inside reschedule)."""
+
+
+def _check_range(a: int, b: int) -> None:
+    if not (0 <= a < b <= 1440):
+        raise InvalidBookingError("hours must be a start before an end, between 00:00 and 24:00")
+
+
+def _rowcount(result: object) -> int:
+    return int(getattr(result, "rowcount", 0) or 0)
+
+
+def _request_hash(*parts: object) -> str:
+    def plain(p: object) -> object:
+        if isinstance(p, datetime):
+            return p.isoformat()
+        if isinstance(p, Contact):
+            return [p.kind, p.value]
+        return p
+
+    return hashlib.sha256(json.dumps([plain(p) for p in parts], ensure_ascii=False).encode()).hexdigest()
+
+
+def token_key(secret: str) -> bytes:
+    """The booking-token key, derived from the session secret (one secret to configure, two uses)."""
+    return hmac.new(secret.encode(), b"careerwise booking tokens v1", hashlib.sha256).digest()

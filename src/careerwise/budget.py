@@ -1,0 +1,60 @@
+"""A daily token budget per user (per IP for visitors without an account), counted in the database so
+every app process sees the same total. The day is Taipei's: a budget resets at midnight there."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+from sqlalchemy import select
+from sqlalchemy.dialects import postgresql, sqlite
+
+from careerwise.errors import RateLimitedError
+from careerwise.store import Database
+from careerwise.store.models_budget import TokenUsage
+
+TAIPEI = ZoneInfo("Asia/Taipei")
+
+
+def today(now: datetime | None = None) -> date:
+    return (now or datetime.now(TAIPEI)).astimezone(TAIPEI).date()
+
+
+@dataclass
+class TokenBudget:
+    db: Database
+    daily_tokens: int  # 0 = no budget
+
+    async def used(self, key: str, day: date | None = None) -> int:
+        async with self.db.session() as s:
+            value = await s.scalar(
+                select(TokenUsage.tokens).where(TokenUsage.owner == key, TokenUsage.day == (day or today()))
+            )
+        return int(value or 0)
+
+    async def check(self, key: str) -> None:
+        """RateLimitedError (429, Retry-After until midnight in Taipei) when the day's budget is spent."""
+        if self.daily_tokens <= 0:
+            return
+        if await self.used(key) >= self.daily_tokens:
+            now = datetime.now(TAIPEI)
+            midnight = datetime.combine(now.date() + timedelta(days=1), datetime.min.time(), TAIPEI)
+            raise RateLimitedError(
+                f"today's budget of {self.daily_tokens:,} tokens is used up; it renews at midnight Taipei time",
+                retry_after=math.ceil((midnight - now).total_seconds()),
+            )
+
+    async def add(self, key: str, tokens: int) -> None:
+        if tokens <= 0:
+            return
+        day = today()
+        dialect = postgresql if self.db.is_postgresql else sqlite
+        stmt = dialect.insert(TokenUsage).values(owner=key, day=day, tokens=tokens)
+        stmt = stmt.on_conflict_do_update(
+            index_elements=[TokenUsage.owner, TokenUsage.day],
+            set_={"tokens": TokenUsage.tokens + stmt.excluded.tokens},
+        )
+        async with self.db.session() as s, s.begin():
+            await s.execute(stmt)

@@ -1,0 +1,55 @@
+"""The resume flow (履歷健檢) for chat turns the router sends to the ``resume`` intent.
+
+A message that is itself a resume (long, with section headings) is reviewed: contact details masked,
+the review chain (resume/chain.py), the report; with an owner (the logged-in user, else the
+conversation) the resume is stored as their next version and compared with the last one. Any other
+resume request ("幫我看履歷") gets how to paste or upload one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+from careerwise.events import DeltaEvent, Event
+from careerwise.flows.base import Flow, FlowContext
+from careerwise.resume.extract import clean_text
+from careerwise.resume.prompts import HOW_TO
+from careerwise.resume.service import ResumeService, prepare, target_role_in
+from careerwise.resume.store import Owner
+from careerwise.resume.structure import looks_like_resume
+
+
+def how_to(ctx: FlowContext, service: ResumeService) -> str:
+    text = HOW_TO[0] if ctx.zh else HOW_TO[1]
+    max_mb = service.limits.max_bytes / 1024 / 1024
+    return text.format(max_mb=f"{max_mb:g}", pages=service.limits.max_pages)
+
+
+def owner_of(ctx: FlowContext) -> Owner | None:
+    if ctx.user_id:
+        return Owner(user_id=ctx.user_id)
+    if ctx.conversation_id:
+        return Owner(conversation_id=ctx.conversation_id)
+    return None
+
+
+def resume_flow(service: ResumeService) -> Flow:
+    """The flow, bound to the service that stores reviews (registered in ``services.default_flows``)."""
+
+    async def flow(ctx: FlowContext) -> AsyncIterator[Event]:
+        if not looks_like_resume(ctx.message):
+            ctx.state.path = "resume-howto"
+            ctx.state.mark_text()
+            yield DeltaEvent(text=how_to(ctx, service), phase=1)
+            return
+        ctx.state.path = "resume"
+        async for event in service.review_and_store(
+            ctx,
+            prepare(clean_text(ctx.message)),
+            owner=owner_of(ctx),
+            target_role=target_role_in(ctx.message),
+            kind="chat",
+        ):
+            yield event
+
+    return flow

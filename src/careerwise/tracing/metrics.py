@@ -1,0 +1,223 @@
+"""Prometheus metrics, fed from the same events and LLM call records as the trace (no bookkeeping of
+their own), in a registry per :class:`Metrics` instance: two apps in one process (tests) never share
+a counter. The names and labels are listed in docs/observability.md#metrics.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import assert_never
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.exposition import generate_latest
+
+from careerwise.events import (
+    DegradedEvent,
+    DeltaEvent,
+    DoneEvent,
+    ErrorEvent,
+    Event,
+    ProgressEvent,
+    ReportEvent,
+    RouteEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+)
+from careerwise.tools.search_knowledge import NAME as SEARCH_TOOL
+from careerwise.tracing.llm_calls import LLMCall
+from careerwise.tracing.turn import TurnEnd, TurnStart
+
+# the LLM's latencies run from tens of milliseconds (a fake, a cached prefix) to a minute (a slow model)
+_LLM_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0, 120.0)
+_FAST_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+_KNOWLEDGE_UNAVAILABLE = frozenset({"knowledge_unavailable", "deep_knowledge_unavailable"})
+
+
+class Metrics:
+    def __init__(self) -> None:
+        r = self.registry = CollectorRegistry(auto_describe=True)
+        self.http_requests = Counter(
+            "careerwise_http_requests",
+            "HTTP requests by route template and status.",
+            ["method", "route", "status"],
+            registry=r,
+        )
+        self.http_duration = Histogram(
+            "careerwise_http_request_duration_seconds",
+            "HTTP request time to the end of the response body.",
+            ["method", "route"],
+            buckets=_LLM_BUCKETS,
+            registry=r,
+        )
+        self.turns = Counter(
+            "careerwise_turns",
+            "Finished turns.",
+            ["assistant", "channel", "intent", "tier", "path", "status"],
+            registry=r,
+        )
+        self.turn_duration = Histogram(
+            "careerwise_turn_duration_seconds",
+            "Turn time, first event to the end.",
+            ["flow", "path"],
+            buckets=_LLM_BUCKETS,
+            registry=r,
+        )
+        self.routing = Counter(
+            "careerwise_routing_decisions",
+            "Routing decisions by the layer that decided.",
+            ["layer", "intent"],
+            registry=r,
+        )
+        self.routing_duration = Histogram(
+            "careerwise_routing_duration_seconds",
+            "Routing time by the layer that decided.",
+            ["layer"],
+            buckets=_FAST_BUCKETS,
+            registry=r,
+        )
+        self.tool_calls = Counter(
+            "careerwise_tool_calls", "Tool calls by tool and outcome.", ["tool", "ok"], registry=r
+        )
+        self.tool_duration = Histogram(
+            "careerwise_tool_duration_seconds",
+            "Time a tool ran.",
+            ["tool"],
+            buckets=_FAST_BUCKETS,
+            registry=r,
+        )
+        self.topk_overrides = Counter(
+            "careerwise_tool_topk_overrides",
+            "Tool calls whose effective top_k differs from the top_k the model asked for.",
+            ["tool"],
+            registry=r,
+        )
+        self.retrieval_failures = Counter(
+            "careerwise_retrieval_failures",
+            "Knowledge retrieval failures: search_failed (a search raised), unavailable (a turn found the "
+            "index not loaded), readiness (a /readyz probe failed).",
+            ["kind"],
+            registry=r,
+        )
+        self.degradations = Counter(
+            "careerwise_degradations", "Degraded turns by reason.", ["reason"], registry=r
+        )
+        self.errors = Counter("careerwise_errors", "Error events by code.", ["code"], registry=r)
+        self.llm_calls = Counter(
+            "careerwise_llm_calls",
+            "LLM calls by purpose and outcome (ok or an error code).",
+            ["purpose", "outcome"],
+            registry=r,
+        )
+        self.llm_ttft = Histogram(
+            "careerwise_llm_time_to_first_token_seconds",
+            "LLM time to the first text or tool-call chunk.",
+            ["purpose"],
+            buckets=_LLM_BUCKETS,
+            registry=r,
+        )
+        self.llm_duration = Histogram(
+            "careerwise_llm_duration_seconds",
+            "LLM call time to the end of the stream.",
+            ["purpose"],
+            buckets=_LLM_BUCKETS,
+            registry=r,
+        )
+        self.llm_tokens = Counter(
+            "careerwise_llm_tokens",
+            "Tokens the provider reported, by purpose and kind (prompt, completion).",
+            ["purpose", "kind"],
+            registry=r,
+        )
+        self.feedback = Counter("careerwise_feedback", "Feedback given, by rating.", ["rating"], registry=r)
+        self.ready = Gauge(
+            "careerwise_ready", "1 if the check passed at the last /readyz, else 0.", ["check"], registry=r
+        )
+        self.readiness_failures = Counter(
+            "careerwise_readiness_failures", "Failed /readyz checks.", ["check"], registry=r
+        )
+        self.sink_failures = Counter(
+            "careerwise_telemetry_sink_failures",
+            "A trace/metrics/export sink raised (logged).",
+            ["sink"],
+            registry=r,
+        )
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)
+
+    def turn_sink(self, start: TurnStart) -> MetricsTurn:
+        return MetricsTurn(self, start)
+
+    def readiness(self, check: str, *, ok: bool) -> None:
+        self.ready.labels(check).set(1 if ok else 0)
+        if not ok:
+            self.readiness_failures.labels(check).inc()
+            if check in ("knowledge", "embedding"):
+                self.retrieval_failures.labels("readiness").inc()
+
+    def llm_call(self, call: LLMCall) -> None:
+        purpose = call.purpose
+        self.llm_calls.labels(purpose, call.error or "ok").inc()
+        self.llm_duration.labels(purpose).observe(call.duration_ms / 1000)
+        if call.ttft_ms is not None:
+            self.llm_ttft.labels(purpose).observe(call.ttft_ms / 1000)
+        if call.prompt_tokens:
+            self.llm_tokens.labels(purpose, "prompt").inc(call.prompt_tokens)
+        if call.completion_tokens:
+            self.llm_tokens.labels(purpose, "completion").inc(call.completion_tokens)
+
+
+class MetricsTurn:
+    """One turn's view: counts each event as it passes, the turn itself at :meth:`finish`."""
+
+    def __init__(self, metrics: Metrics, start: TurnStart) -> None:
+        self.m = metrics
+        self.start = start
+        self.intent = "none"
+        self.tier = "none"
+        self.path: str | None = None
+        self.not_run: set[str] = set()
+
+    def observe(self, event: Event) -> None:
+        m = self.m
+        match event:
+            case RouteEvent():
+                self.intent, self.tier = event.intent, event.tier or "none"
+                m.routing.labels(event.layer, event.intent).inc()
+                if event.duration_ms is not None:
+                    m.routing_duration.labels(event.layer).observe(event.duration_ms / 1000)
+            case ToolCallEvent():
+                if not event.effective_arguments:  # the arguments did not resolve: the tool did not run
+                    self.not_run.add(event.call_id)
+                requested = event.requested_arguments.get("top_k")
+                effective = event.effective_arguments.get("top_k")
+                if requested is not None and effective is not None and requested != effective:
+                    m.topk_overrides.labels(event.name).inc()
+            case ToolResultEvent():
+                m.tool_calls.labels(event.name, "true" if event.ok else "false").inc()
+                if event.call_id not in self.not_run:
+                    m.tool_duration.labels(event.name).observe(event.duration_ms / 1000)
+                    if not event.ok and event.name == SEARCH_TOOL:
+                        m.retrieval_failures.labels("search_failed").inc()
+            case DegradedEvent():
+                m.degradations.labels(event.reason).inc()
+                if event.reason in _KNOWLEDGE_UNAVAILABLE:
+                    m.retrieval_failures.labels("unavailable").inc()
+            case ErrorEvent():
+                m.errors.labels(event.code).inc()
+            case DoneEvent():
+                self.path = event.path
+            case DeltaEvent() | ReportEvent() | ProgressEvent():
+                pass
+            case _:
+                assert_never(event)
+
+    def llm_call(self, call: LLMCall) -> None:
+        self.m.llm_call(call)
+
+    def finish(self, end: TurnEnd) -> None:
+        path = self.path or end.path
+        s = self.start
+        self.m.turns.labels(s.assistant_id, s.channel, self.intent, self.tier, path, end.status).inc()
+        elapsed = time.perf_counter() - s.started
+        self.m.turn_duration.labels(end.flow, path).observe(elapsed)

@@ -1,0 +1,1 @@
+"""The web pages: static files and the server-side rendering of model output."""

@@ -1,0 +1,217 @@
+// How messages look. Model output is untrusted: while it streams it is only ever set as text
+// (textContent). The one place HTML goes into the page is `setHtml`, and what it receives is the
+// server's rendering (GET /api/messages/{id}: Markdown rendered with raw HTML off, then sanitized by an
+// allow-list); the Content-Security-Policy stops whatever might still get through from running.
+
+import { t } from "./chat-i18n.js";
+
+// An element with a class and text; `label` makes the text follow the language switch.
+export function el(tag, cls, text, label) {
+  const node = document.createElement(tag);
+  if (cls) node.className = cls;
+  if (label) localize(node, label.key, label.vars);
+  else if (text !== undefined && text !== null) node.textContent = text;
+  return node;
+}
+
+export function localize(node, key, vars) {
+  node.dataset.i18n = key;
+  if (vars) node.dataset.i18nVars = JSON.stringify(vars);
+  else delete node.dataset.i18nVars;
+  node.textContent = t(key, vars || {});
+}
+
+function setHtml(node, html) {
+  node.innerHTML = html; // server-rendered and sanitized; see the note at the top
+}
+
+function sourceKey(s) {
+  return `${s.id}\u0000${s.section || ""}`;
+}
+
+function sourceLabel(s) {
+  return s.section ? `${s.title} › ${s.section}` : s.title;
+}
+
+export function userMessage(text) {
+  const box = el("article", "msg user");
+  box.append(el("div", "who", null, { key: "you" }), el("div", "text", text));
+  return box;
+}
+
+// One assistant answer: search lines, the thinking indicator, the text or the report, sources,
+// notices and the feedback buttons. `hooks.openSource(source)` and `hooks.rate(id, rating)` come from
+// the page.
+export class Answer {
+  constructor(hooks) {
+    this.hooks = hooks;
+    this.root = el("article", "msg assistant");
+    this.searches = el("div", "searches");
+    this.thinking = el("div", "thinking");
+    this.thinking.hidden = true;
+    this.thinking.setAttribute("role", "status");
+    this.progress = el("ul", "progress");
+    const head = el("div", "thinking-head");
+    head.append(el("span", "spinner"), el("span", "thinking-text", null, { key: "thinking" }));
+    this.thinking.append(head, this.progress);
+    this.body = el("div", "answer streaming");
+    this.report = el("div", "report");
+    this.sourcesBox = el("div", "sources");
+    this.notices = el("div", "notices");
+    this.actions = el("div", "actions");
+    this.root.append(
+      el("div", "who", null, { key: "summer" }),
+      this.searches,
+      this.thinking,
+      this.body,
+      this.report,
+      this.sourcesBox,
+      this.notices,
+      this.actions,
+    );
+    this.text = "";
+    this.sources = [];
+  }
+
+  appendText(text) {
+    this.text += text;
+    this.body.textContent = this.text;
+  }
+
+  search(query, topK) {
+    const line = el("div", "search");
+    if (Number.isInteger(topK)) localize(line, "search", { query, k: topK });
+    else localize(line, "search.nok", { query });
+    this.searches.append(line);
+    return line;
+  }
+
+  searchDone(ok, returned, sources) {
+    const line = el("div", ok ? "search-result" : "search-result failed");
+    if (ok) localize(line, "search.found", { n: returned });
+    else localize(line, "search.failed");
+    this.searches.append(line);
+    this.addSources(sources || []);
+  }
+
+  addSources(sources) {
+    for (const s of sources) {
+      if (!this.sources.some((x) => sourceKey(x) === sourceKey(s))) this.sources.push(s);
+    }
+    this.sourcesBox.replaceChildren();
+    if (!this.sources.length) return;
+    this.sourcesBox.append(el("span", "label", null, { key: "sources" }), this.sourceButtons(this.sources));
+  }
+
+  sourceButtons(sources) {
+    const list = el("ul", "source-list");
+    for (const s of sources) {
+      const button = el("button", "source", sourceLabel(s));
+      button.type = "button";
+      button.addEventListener("click", () => this.hooks.openSource(s));
+      const item = el("li");
+      item.append(button);
+      list.append(item);
+    }
+    return list;
+  }
+
+  think() {
+    this.thinking.hidden = false;
+    this.root.classList.add("is-thinking");
+  }
+
+  progressStep(stage, detail) {
+    const key = `progress.${stage}`;
+    const item = el("li", "step", null, { key, vars: { detail: detail || "" } });
+    this.progress.append(item);
+  }
+
+  stopThinking() {
+    this.thinking.hidden = true;
+    this.root.classList.remove("is-thinking");
+  }
+
+  // The report: from the event while the turn runs (bodies as text), from the server's view after it
+  // (bodies as sanitized HTML).
+  showReport(report, { rendered = false } = {}) {
+    this.report.replaceChildren();
+    if (report.title) this.report.append(el("h2", "report-title", report.title));
+    for (const section of report.sections) {
+      const box = el("section", "report-section");
+      const head = el("header", "section-head");
+      head.append(el("h3", null, section.heading));
+      if (section.risk_level) {
+        head.append(el("span", `badge risk-${section.risk_level}`, null, { key: `risk.${section.risk_level}` }));
+      }
+      const body = el("div", rendered ? "section-body rendered" : "section-body streaming");
+      if (rendered) setHtml(body, section.html);
+      else body.textContent = section.body;
+      box.append(head, body);
+      if (section.sources && section.sources.length) {
+        const cites = el("div", "citations");
+        cites.append(el("span", "label", null, { key: "citations" }), this.sourceButtons(section.sources));
+        box.append(cites);
+      }
+      this.report.append(box);
+    }
+    if (report.missing_facets && report.missing_facets.length) {
+      this.report.append(el("p", "missing", null, { key: "missing", vars: { list: report.missing_facets.join("、") } }));
+    }
+  }
+
+  notice(kind, message) {
+    this.notices.append(el("div", `notice ${kind}`, message));
+  }
+
+  noticeKey(kind, key, vars) {
+    this.notices.append(el("div", `notice ${kind}`, null, { key, vars }));
+  }
+
+  // The finished message from GET /api/messages/{id}: the server's HTML replaces the streamed text.
+  finish(view) {
+    this.messageId = view.id;
+    this.root.dataset.messageId = view.id;
+    this.root.dataset.status = view.status;
+    this.stopThinking();
+    if (view.report) {
+      this.showReport(view.report, { rendered: true });
+      this.body.replaceChildren();
+      this.body.hidden = true;
+    } else {
+      this.body.className = "answer rendered";
+      setHtml(this.body, view.html || "");
+      this.body.hidden = !view.html;
+    }
+    if (view.sources.length) this.addSources(view.sources);
+    if (view.status === "ok") this.feedback(view.rating || null);
+  }
+
+  // A stored message shown from history.
+  static fromView(view, hooks) {
+    const answer = new Answer(hooks);
+    for (const s of view.searches) answer.search(s.query, s.top_k);
+    for (const n of view.notices) answer.notice(n.kind, n.message);
+    if (view.status === "cancelled") answer.noticeKey("cancelled", "cancelled");
+    answer.finish(view);
+    return answer;
+  }
+
+  feedback(rating) {
+    this.actions.replaceChildren();
+    const buttons = {};
+    for (const value of ["up", "down"]) {
+      // words, not emoji: a machine without an emoji font would show empty boxes
+      const button = el("button", `rate rate-${value}`, null, { key: `feedback.${value}` });
+      button.type = "button";
+      button.setAttribute("aria-pressed", String(rating === value));
+      button.addEventListener("click", async () => {
+        const ok = await this.hooks.rate(this.messageId, value, this);
+        if (!ok) return;
+        for (const [v, b] of Object.entries(buttons)) b.setAttribute("aria-pressed", String(v === value));
+      });
+      buttons[value] = button;
+      this.actions.append(button);
+    }
+  }
+}

@@ -1,0 +1,170 @@
+"""``/readyz`` over real HTTP: real probes (an embedding, a search); a broken retriever, injected through
+the services' constructor parameters, makes it 503 and shows in ``/metrics``."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Sequence
+
+import pytest
+
+from careerwise.knowledge.embeddings import Embedder, Matrix
+from careerwise.knowledge.rerank import Reranker
+from careerwise.routing.router import RulesRouter
+from careerwise.services import build_services
+from tests.conftest import LiveServer, SettingsFactory, client
+from tests.fakes.fake_llm import FakeLLM, text
+from tests.integration.test_metrics import RaisingReranker, scrape, value
+
+
+class ControlledEmbedder:
+    """The real embedder, until a test breaks it (raises) or slows it down."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+        self.name, self.dim = inner.name, inner.dim
+        self.broken = False
+        self.delay = 0.0
+
+    def _check(self) -> None:
+        if self.delay:
+            time.sleep(self.delay)
+        if self.broken:
+            raise OSError("the embedding model file could not be read")
+
+    def embed_queries(self, texts: Sequence[str]) -> Matrix:
+        self._check()
+        return self.inner.embed_queries(texts)
+
+    def embed_passages(self, texts: Sequence[str]) -> Matrix:
+        self._check()
+        return self.inner.embed_passages(texts)
+
+
+@pytest.fixture
+def controlled_server(
+    make_settings: SettingsFactory, embedder: Embedder
+) -> Iterator[Callable[..., tuple[LiveServer, ControlledEmbedder]]]:
+    servers: list[LiveServer] = []
+
+    def factory(
+        *, reranker: Reranker | None = None, **overrides: object
+    ) -> tuple[LiveServer, ControlledEmbedder]:
+        controlled = ControlledEmbedder(embedder)
+        # rules-only routing: the cascade's start-up embeds its examples, which a test may break
+        services = build_services(make_settings(**overrides), embedder=controlled, router=RulesRouter())
+        services.kb.reranker = reranker  # the knowledge base's own constructor parameter
+        server = LiveServer(services).start()
+        servers.append(server)
+        return server, controlled
+
+    yield factory
+    for s in servers:
+        s.stop()
+
+
+def test_ready_with_real_probes(live_server: Callable[..., LiveServer]) -> None:
+    server = live_server()
+    with client(server) as c:
+        r = c.get("/readyz")
+        assert c.get("/healthz").json() == {"status": "ok"}
+    assert r.status_code == 200, r.text
+    body = r.json()
+    checks = body["checks"]
+    assert body["status"] == "ok" and set(checks) == {"database", "knowledge", "embedding", "llm"}
+    assert all(c["state"] == "ok" for c in checks.values())
+    assert checks["database"]["backend"] == "sqlite"
+    assert checks["embedding"]["model"] == server.services.kb.embedder.name
+    assert checks["embedding"]["dim"] == server.services.kb.embedder.dim
+    assert checks["knowledge"]["chunks"] > 100 and checks["knowledge"]["search"]["hits"] >= 1
+    m = scrape(server)
+    for name in checks:
+        assert value(m, "careerwise_ready", check=name) == 1
+    assert value(m, "careerwise_readiness_failures_total") == 0
+
+
+def test_a_search_that_raises_fails_readiness_and_is_counted(live_server: Callable[..., LiveServer]) -> None:
+    server = live_server()
+    server.services.kb.reranker = RaisingReranker()
+    with client(server) as c:
+        r = c.get("/readyz")
+    assert r.status_code == 503
+    checks = r.json()["checks"]
+    assert r.json()["status"] == "failed"
+    assert checks["knowledge"]["state"] == "failed"
+    assert checks["knowledge"]["error"] == "RuntimeError: the reranker's model file is gone"
+    assert checks["embedding"]["state"] == "ok" and checks["database"]["state"] == "ok"
+    m = scrape(server)
+    assert value(m, "careerwise_ready", check="knowledge") == 0
+    assert value(m, "careerwise_ready", check="embedding") == 1
+    assert value(m, "careerwise_readiness_failures_total", check="knowledge") == 1
+    assert value(m, "careerwise_retrieval_failures_total", kind="readiness") == 1
+
+
+class UnloadableReranker:
+    """A reranker whose start-up step fails: the knowledge index does not load."""
+
+    def prepare(self, chunks: object) -> None:
+        raise OSError("the reranker's sentence vectors could not be read")
+
+    def rerank(self, *args: object) -> list[object]:
+        raise AssertionError("never reached: the index did not load")
+
+
+def test_an_index_that_failed_to_load_fails_readiness_and_turns_say_so(
+    fake_llm: FakeLLM, controlled_server: Callable[..., tuple[LiveServer, ControlledEmbedder]]
+) -> None:
+    server, _ = controlled_server(reranker=UnloadableReranker())
+    fake_llm.script(text("我先用一般知識回答。"))
+    with client(server) as c:
+        r = c.get("/readyz")
+        turn = c.post("/api/chat", json={"message": "怎麼談薪水？", "mode": "full"}).json()
+    assert r.status_code == 503
+    checks = r.json()["checks"]
+    assert checks["knowledge"] == {
+        "state": "failed",
+        "chunks": 0,
+        "version": "unknown",
+        "error": "OSError: the reranker's sentence vectors could not be read",
+    }  # and no search probe on an index that is not there
+    assert checks["embedding"]["state"] == "ok"
+    assert [d["reason"] for d in turn["degraded"]] == ["knowledge_unavailable"]
+    m = scrape(server)
+    assert value(m, "careerwise_readiness_failures_total", check="knowledge") == 1
+    assert value(m, "careerwise_readiness_failures_total", check="embedding") == 0
+    assert value(m, "careerwise_retrieval_failures_total", kind="unavailable") == 1
+    assert value(m, "careerwise_degradations_total", reason="knowledge_unavailable") == 1
+
+
+def test_a_broken_embedding_model_fails_both_checks(
+    controlled_server: Callable[..., tuple[LiveServer, ControlledEmbedder]],
+) -> None:
+    server, controlled = controlled_server()
+    controlled.broken = True
+    with client(server) as c:
+        r = c.get("/readyz")
+    assert r.status_code == 503
+    checks = r.json()["checks"]
+    assert checks["embedding"] == {
+        "state": "failed",
+        "error": "OSError: the embedding model file could not be read",
+    }
+    assert checks["knowledge"]["state"] == "failed"
+    assert checks["knowledge"]["search"]["error"] == "OSError: the embedding model file could not be read"
+    m = scrape(server)
+    assert value(m, "careerwise_readiness_failures_total", check="embedding") == 1
+    assert value(m, "careerwise_retrieval_failures_total", kind="readiness") == 2
+
+
+def test_a_slow_embedding_model_times_out(
+    controlled_server: Callable[..., tuple[LiveServer, ControlledEmbedder]],
+) -> None:
+    server, controlled = controlled_server(readyz_timeout=0.5)
+    controlled.delay = 3.0  # far past the deadline: the probe must give up, not wait
+    with client(server) as c:
+        r = c.get("/readyz")
+    controlled.delay = 0.0
+    assert r.status_code == 503
+    checks = r.json()["checks"]
+    assert checks["embedding"] == {"state": "failed", "error": "no answer within 0.5 s"}
+    assert checks["knowledge"]["search"] == {"state": "failed", "error": "no answer within 0.5 s"}
