@@ -32,7 +32,11 @@ class Settings(BaseSettings):
     llm_read_timeout: float = Field(
         default=60.0, gt=0, description="Longest silence allowed between two streamed chunks."
     )
-    turn_deadline: float = Field(default=120.0, gt=0, description="Whole-turn deadline in seconds.")
+    turn_deadline: float | None = Field(
+        default=None,
+        gt=0,
+        description="Whole-turn deadline in seconds; unset = 120 for a remote provider, 900 for the embedded model.",
+    )
     llm_retries: int = Field(default=1, ge=0, le=2, description="Retries before the first visible token.")
     llm_breaker_threshold: int = Field(
         default=5, ge=1, description="Consecutive provider failures that open its circuit breaker."
@@ -53,11 +57,15 @@ class Settings(BaseSettings):
     phase3_temperature: float = Field(default=0.5, ge=0, le=2)
     buffer_guard_chunks: int = Field(default=3, ge=0, description="Phase-1 chunks held back (N).")
     max_tool_rounds: int = Field(default=2, ge=1, le=4)
-    deep_step_timeout: float = Field(
-        default=30.0, gt=0, description="Seconds for each agent / chain step / merge of a deep answer."
+    deep_step_timeout: float | None = Field(
+        default=None,
+        gt=0,
+        description="Seconds for each agent / chain step / merge of a deep answer; unset = 30 remote, 240 embedded.",
     )
-    deep_turn_timeout: float = Field(
-        default=75.0, gt=0, description="Seconds for the whole deep attempt before the streamed answer."
+    deep_turn_timeout: float | None = Field(
+        default=None,
+        gt=0,
+        description="Seconds for the whole deep attempt before the streamed answer; unset = 75 remote, 600 embedded.",
     )
 
     # --- embedded model ----------------------------------------------------------------------
@@ -163,6 +171,21 @@ class Settings(BaseSettings):
     @property
     def uses_local_model(self) -> bool:
         return not self.llm_base_url
+
+    # Deadlines follow the provider's speed. The embedded 1.5B model on 2 CPU cores took 38-63 s for one
+    # deep step and 99-261 s for a whole medium or complex answer (docs/benchmarks.md); a remote provider
+    # answers a step in a few seconds. Unset = the provider's default; a value set wins.
+    @property
+    def resolved_turn_deadline(self) -> float:
+        return self.turn_deadline or (900.0 if self.uses_local_model else 120.0)
+
+    @property
+    def resolved_deep_step_timeout(self) -> float:
+        return self.deep_step_timeout or (240.0 if self.uses_local_model else 30.0)
+
+    @property
+    def resolved_deep_turn_timeout(self) -> float:
+        return self.deep_turn_timeout or (600.0 if self.uses_local_model else 75.0)
 
 
 @lru_cache(maxsize=1)

@@ -200,8 +200,8 @@ def build_services(
         max_tool_rounds=settings.max_tool_rounds,
         llm_retries=settings.llm_retries,
         supports_tools=settings.llm_supports_tools,
-        deep_step_timeout=settings.deep_step_timeout,
-        deep_turn_timeout=settings.deep_turn_timeout,
+        deep_step_timeout=settings.resolved_deep_step_timeout,
+        deep_turn_timeout=settings.resolved_deep_turn_timeout,
     )
     bookings = BookingService(db, token_key=booking_token_key(session_secret(settings)))
     resumes = ResumeService(
@@ -234,7 +234,7 @@ def build_services(
         limits=EngineLimits(
             max_message_chars=settings.max_message_chars,
             max_history_messages=settings.max_history_messages,
-            turn_deadline=settings.turn_deadline,
+            turn_deadline=settings.resolved_turn_deadline,
         ),
     )
     accounts = AccountService(db, session_secret(settings), timedelta(days=settings.session_days))

@@ -131,7 +131,7 @@ async def audit_log(
     assistant_id: str,
     services: ServicesDep,
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
 ) -> dict[str, Any]:
     """Who changed what, when, from what to what; newest first. ``new_value`` null = reset."""
     await known_assistant(services, assistant_id)

@@ -397,7 +397,9 @@ async def add_exception(body: ExceptionIn, services: ServicesDep, admin: AdminUs
 
 
 @router.delete("/api/admin/availability/exceptions/{exception_id}", status_code=204)
-async def delete_exception(exception_id: int, services: ServicesDep, admin: AdminUser) -> Response:
+async def delete_exception(
+    exception_id: Annotated[int, PathParam(ge=1, le=2**63 - 1)], services: ServicesDep, admin: AdminUser
+) -> Response:
     await services.bookings.remove_exception(exception_id, by=admin.email)
     return Response(status_code=204)
 

@@ -130,7 +130,7 @@ async def delete_conversation(conversation_id: HexId, services: ServicesDep, use
     conv = await _conversation(services, conversation_id, user)
     # a turn still being written would find its rows gone; a pending message older than the turn
     # deadline is left over from a crashed process and does not block
-    since = datetime.now(UTC) - timedelta(seconds=services.settings.turn_deadline + 30)
+    since = datetime.now(UTC) - timedelta(seconds=services.settings.resolved_turn_deadline + 30)
     async with services.db.session() as s, s.begin():
         running = await s.scalar(
             select(Message.id)

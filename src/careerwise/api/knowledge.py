@@ -46,7 +46,7 @@ def _out(chunk: Chunk, document: Document) -> ChunkOut:
 
 
 @router.get("/api/knowledge/chunks/{chunk_id}")
-async def get_chunk(chunk_id: Annotated[int, Path(ge=1)], services: ServicesDep) -> ChunkOut:
+async def get_chunk(chunk_id: Annotated[int, Path(ge=1, le=2**63 - 1)], services: ServicesDep) -> ChunkOut:
     async with services.db.session() as s:
         row = (
             await s.execute(

@@ -199,7 +199,12 @@ function forgetAnonymous(id) {
   sessionStorage.setItem(ANON_KEY, JSON.stringify(anonymous().filter((c) => c.id !== id)));
 }
 
+let listGeneration = 0;
+
 async function refreshConversations() {
+  // a refresh still waiting for the server when the user logs out (or another refresh starts) must not
+  // paint its stale list over the newer one
+  const generation = ++listGeneration;
   let list = anonymous();
   if (state.user) {
     try {
@@ -209,6 +214,7 @@ async function refreshConversations() {
       console.error("could not load the conversations", e);
     }
   }
+  if (generation !== listGeneration) return;
   const box = $("conversations");
   box.replaceChildren();
   if (!list.length) box.append(el("li", "empty", null, { key: "conv.empty" }));
