@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from bench import deep, local_seed, routing, search, ttft
+from bench import concurrency, deep, local_seed, propagation, routing, search, ttft
 
 
 def main() -> None:
@@ -15,6 +15,8 @@ def main() -> None:
         ("routing", routing),
         ("search", search),
         ("deep", deep),
+        ("concurrency", concurrency),
+        ("propagation", propagation),
         ("local_seed", local_seed),
     ):
         if (selected and name not in selected) or (not selected and name == "local_seed"):

@@ -24,17 +24,35 @@ def free_port() -> int:
 
 @contextmanager
 def process(
-    args: Sequence[str], *, ready_url: str, env: dict[str, str] | None = None, timeout: float = 180.0
+    args: Sequence[str],
+    *,
+    ready_url: str,
+    env: dict[str, str] | None = None,
+    timeout: float = 180.0,
+    log: Path | None = None,
 ) -> Iterator[subprocess.Popen[bytes]]:
+    """Start ``args``, wait until ``ready_url`` answers, stop it afterwards.
+
+    ``log``: write stderr to this file. Without it stderr is a pipe nobody reads once the process is up,
+    so a process that logs a lot (a server under hundreds of requests) would block on a full pipe.
+    """
     full_env = {**os.environ, **(env or {})}
+    log_file = open(log, "wb") if log is not None else None  # noqa: SIM115 - closed in finally
     proc = subprocess.Popen(
-        list(args), cwd=ROOT, env=full_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        list(args),
+        cwd=ROOT,
+        env=full_env,
+        stdout=subprocess.DEVNULL,
+        stderr=log_file if log_file is not None else subprocess.PIPE,
     )
     try:
         deadline = time.monotonic() + timeout
         while True:
             if proc.poll() is not None:
-                err = proc.stderr.read().decode() if proc.stderr else ""
+                if log is not None:
+                    err = log.read_text(errors="replace")
+                else:
+                    err = proc.stderr.read().decode() if proc.stderr else ""
                 raise RuntimeError(f"{args[0]} exited early: {err[-2000:]}")
             try:
                 if httpx.get(ready_url, timeout=1).status_code < 500:
@@ -51,6 +69,9 @@ def process(
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             proc.kill()
+            proc.wait()
+        if log_file is not None:
+            log_file.close()
 
 
 def fake_llm(port: int, *, mode: str, first_token_delay: float, delay: float) -> list[str]:

@@ -29,7 +29,7 @@ from careerwise.errors import (
     UserInputError,
 )
 from careerwise.events import DoneEvent, ErrorEvent, Event, RouteEvent
-from careerwise.flows.base import FlowContext, FlowOptions, FlowRegistry, TurnState
+from careerwise.flows.base import Flow, FlowContext, FlowOptions, FlowRegistry, TurnState
 from careerwise.llm.types import ChatMessage, LLMProvider
 from careerwise.routing.router import RouteDecision, Router
 from careerwise.store import Conversation, Database, Message, Trace
@@ -61,6 +61,9 @@ class TurnRequest:
     user_id: str | None = None
     # whose daily token budget this turn spends: the user (user_id) or, without one, e.g. "ip:1.2.3.4"
     budget_key: str | None = None
+    # a turn whose route and flow are already known (a resume upload): skips the router and the registry
+    route: RouteDecision | None = None
+    flow: tuple[str, Flow] | None = None
 
     @property
     def budget_owner(self) -> str | None:
@@ -223,10 +226,12 @@ class Engine:
             try:
                 async with asyncio.timeout(self.limits.turn_deadline):
                     # an open dialogue (a booking half-way: "2", "王小明", "確認") keeps its flow; else route
-                    decision = await self._continuing(req, conv.id, message) or await self._route(
-                        message, observer
+                    decision = (
+                        req.route
+                        or await self._continuing(req, conv.id, message)
+                        or await self._route(message, observer)
                     )
-                    flow_name, flow = self.flows.lookup(decision.intent, decision.tier)
+                    flow_name, flow = req.flow or self.flows.lookup(decision.intent, decision.tier)
                     # the routing record as the router made it: one mapping, no field-by-field copy
                     route = RouteEvent.model_validate({**decision.to_json(), "flow": flow_name})
                     observer.observe(route)

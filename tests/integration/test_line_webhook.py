@@ -514,3 +514,25 @@ def test_a_thousand_forged_or_malformed_requests_give_no_server_error_and_no_acc
         server, select(LineEventRecord.id).where(LineEventRecord.webhook_event_id.like("FORGED%"))
     )
     assert forged_rows == []
+
+
+def test_a_message_reaching_another_process_waits_for_the_running_turn(
+    fake_llm: FakeLLM, line_server: Callable[..., LiveServer], fake_line: FakeLine
+) -> None:
+    """LINE spreads webhooks over the app's processes: two servers on one database here. The second
+    message reaches the other process while the first is being answered; it is answered after it, in
+    order and with it in its history, never beside it and never with a "busy" reply."""
+    fake_llm.script(text("歡迎。"), text("第一個回答。", first_token_delay=1.0), text("第二個回答。"))
+    one, two = line_server(), line_server()  # same test, same data folder: the same database
+    with client(one) as c:
+        post_events(c, message_event("你好，我想問面試"))
+    fake_line.wait_for(lambda: len(fake_line.replies) == 1)
+    with client(one) as c1, client(two) as c2:
+        post_events(c1, message_event("第一個問題是面試"))
+        wait_until(lambda: fake_llm.open_streams == 1)  # the first process is answering
+        post_events(c2, message_event("第二個問題是薪水"))
+    fake_line.wait_for(lambda: len(fake_line.replies) == 3, timeout=30)
+    assert [r.texts[0] for r in fake_line.replies] == ["歡迎。", "第一個回答。", "第二個回答。"]
+    assert fake_llm.max_open_streams == 1
+    last = [m.get("content") for m in fake_llm.requests[2]["messages"]]
+    assert "第一個回答。" in last

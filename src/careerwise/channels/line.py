@@ -61,6 +61,7 @@ TOO_LONG = (
     "這則訊息太長了（上限 {limit} 字），請精簡或分段傳送。",
     "That message is too long (the limit is {limit} characters). Please shorten it or split it up.",
 )
+BUSY_POLL_SECONDS = 0.25
 BUSY = (
     "上一個問題還在回覆中，請稍等一下再傳。",
     "I'm still answering your previous message; please wait a moment.",
@@ -359,6 +360,7 @@ class LineChannel:
 
     async def _turn(self, chat_key: str, text: str, zh: bool) -> FullReply | str:
         conversation_id = await self._conversation_of(chat_key)
+        waited = 0.0
         while True:
             request = TurnRequest(
                 message=text, conversation_id=conversation_id, channel="line", user_id=f"line:{chat_key}"
@@ -372,7 +374,13 @@ class LineChannel:
                 conversation_id = None
                 continue
             except ConversationBusyError:
-                return BUSY[0] if zh else BUSY[1]
+                # another app process is still answering this chat's previous message (this process's
+                # own turns are already queued one at a time): wait for it, then answer after it
+                if waited >= self.engine.limits.turn_deadline:
+                    return BUSY[0] if zh else BUSY[1]
+                await asyncio.sleep(BUSY_POLL_SECONDS)
+                waited += BUSY_POLL_SECONDS
+                continue
             except RateLimitedError:
                 return OVER_BUDGET[0] if zh else OVER_BUDGET[1]
             except UserInputError:

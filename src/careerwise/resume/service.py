@@ -17,17 +17,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from careerwise import prompts
-from careerwise.errors import CareerWiseError, LLMError, LLMTimeoutError, NotFoundError
-from careerwise.events import DegradedEvent, DoneEvent, ErrorEvent, Event, RouteEvent
-from careerwise.flows.base import FlowContext, TurnState
+from careerwise.errors import NotFoundError
+from careerwise.events import DegradedEvent, DoneEvent, Event
+from careerwise.flows.base import FlowContext
 from careerwise.resume.chain import ReviewRequest, ReviewResult, review_events
 from careerwise.resume.contact import ContactSummary, mask_contact
 from careerwise.resume.extract import ExtractedResume, ExtractLimits, extract_resume
 from careerwise.resume.store import Owner, previous_review, save_review, sha256
 from careerwise.store import Conversation, Database, Resume, ResumeReview
-from careerwise.tracing.llm_calls import ObservedProvider
-from careerwise.tracing.recorder import TraceRecorder
-from careerwise.tracing.turn import TurnEnd, TurnStart
 
 if TYPE_CHECKING:
     from careerwise.engine import Engine
@@ -159,120 +156,54 @@ class ResumeService:
         return conv.id
 
     async def review_upload(self, engine: Engine, upload: Upload) -> AsyncIterator[Event | Stored]:
-        """Extract (user errors raise before the first item), then the review as a turn: a route event,
-        progress, the report, the stored resume (:class:`Stored`) and ``done``."""
+        """Extract (user errors raise before the first item), then the review as a turn of the engine —
+        the same storage, trace, deadline, budget and error handling as a chat turn, with the route and
+        the flow named here instead of by the router: a route event, progress, the report, the stored
+        resume (:class:`Stored`, just before ``done``) and ``done``."""
+        from careerwise.engine import TurnRequest
+        from careerwise.routing.router import RouteDecision
+
         extracted = await self.extract(upload)
         conversation_id = await self._conversation(upload)
         prepared = prepare(extracted.text)
         zh = prompts.is_chinese(prepared.text)
-        from careerwise.engine import TurnRequest
-
         label = (
             f"（上傳履歷：{upload.filename or '未命名'}，{extracted.chars} 字）"
             if zh
             else f"(uploaded a resume: {upload.filename or 'unnamed'}, {extracted.chars} characters)"
         )
-        req = TurnRequest(message=label, conversation_id=conversation_id, user_id=upload.user_id)
-        # the engine's own storage for a turn (do not copy it here: traces must look the same)
-        conv, _user_msg, asst, trace = await engine._open(req, label)
-        owner = Owner(user_id=upload.user_id) if upload.user_id else Owner(conversation_id=conv.id)
-        assistant = (await engine.settings_store.effective(engine.assistant_id)).values
-        state = TurnState()
-        recorder = TraceRecorder(trace.id, started=state.started)
-        observer = engine.telemetry.start_turn(
-            recorder,
-            TurnStart(
-                trace_id=trace.id,
-                conversation_id=conv.id,
-                channel="web",
-                assistant_id=engine.assistant_id,
-                model=engine.provider.model,
-                started=state.started,
-            ),
-        )
-        ctx = FlowContext(
+        stored: list[Stored] = []
+
+        async def review_flow(ctx: FlowContext) -> AsyncIterator[Event]:
+            ctx.state.path = "resume"
+            conv_id = ctx.conversation_id
+            owner = Owner(user_id=upload.user_id) if upload.user_id else Owner(conversation_id=conv_id)
+            async for event in self.review_and_store(
+                ctx,
+                prepared,
+                owner=owner,
+                target_role=upload.target_role,
+                kind=extracted.kind,
+                filename=upload.filename,
+                pages=extracted.pages,
+                stored=stored,
+            ):
+                yield event
+
+        req = TurnRequest(
             message=label,
-            history=[],
-            zh=zh,
-            provider=ObservedProvider(engine.provider, observer.llm_call),
-            tools=engine.tools,
-            intent="resume",
-            options=engine.options.with_assistant(assistant),
-            settings=assistant,
-            state=state,
-            kb=engine.kb,
-            conversation_id=conv.id,
+            conversation_id=conversation_id,
             user_id=upload.user_id,
-            channel="web",
-            turn_id=trace.id,
-        )
-        status = "ok"
-        try:
-            route = RouteEvent(
+            route=RouteDecision(
                 intent="resume",
+                tier=None,
                 layer="upload",
-                flow=UPLOAD_FLOW,
                 reasons=["a file sent to POST /api/resumes is a resume to review"],
-            )
-            observer.observe(route)
-            yield route
-            stored: list[Stored] = []
-            try:
-                async with asyncio.timeout(engine.limits.turn_deadline):
-                    async for event in self.review_and_store(
-                        ctx,
-                        prepared,
-                        owner=owner,
-                        target_role=upload.target_role,
-                        kind=extracted.kind,
-                        filename=upload.filename,
-                        pages=extracted.pages,
-                        stored=stored,
-                    ):
-                        observer.observe(event)
-                        yield event
-            except TimeoutError:
-                log.warning("resume upload %s: over the turn deadline", trace.id)
-                status = "error"
-                err = ErrorEvent(
-                    code=LLMTimeoutError.code, message=prompts.line("llm_timeout", zh), retryable=True
-                )
-                observer.observe(err)
-                yield err
-            except (asyncio.CancelledError, GeneratorExit):
-                status = "cancelled"
-                raise
-            except Exception as exc:
-                log.exception("resume upload %s: internal error", trace.id)
-                status = "error"
-                code = (
-                    exc.code
-                    if isinstance(exc, CareerWiseError) and not isinstance(exc, LLMError)
-                    else "internal_error"
-                )
-                err = ErrorEvent(code=code, message=prompts.line("internal_error", zh))
-                observer.observe(err)
-                yield err
-            for item in stored:
-                yield item
-            done = DoneEvent(
-                trace_id=trace.id,
-                conversation_id=conv.id,
-                message_id=asst.id,
-                status=status,  # type: ignore[arg-type]
-                path=state.path,
-                usage={
-                    "prompt_tokens": state.prompt_tokens,
-                    "completion_tokens": state.completion_tokens,
-                    "llm_calls": state.llm_calls,
-                },
-            )
-            observer.observe(done)
-            yield done
-        finally:
-            try:
-                await asyncio.shield(
-                    engine._close(trace.id, asst.id, recorder, state, status, UPLOAD_FLOW, None)
-                )
-            finally:
-                observer.finish(TurnEnd(status=status, flow=UPLOAD_FLOW, path=state.path))
+            ),
+            flow=(UPLOAD_FLOW, review_flow),
+        )
+        async for event in engine.run(req):
+            if isinstance(event, DoneEvent):
+                for item in stored:
+                    yield item
+            yield event

@@ -11,8 +11,9 @@ from careerwise.routing.tier import classify_tier
 # Which layer decided: "rules", "embedding", "llm", "llm-fallback" (the LLM failed or answered
 # something unusable: career), "embedding-guess" (no-LLM mode: the message would have gone to the LLM,
 # the best embedding intent was taken instead), "default" (RulesRouter: no rule matched), "dialogue" (the
-# engine, not a router: an open multi-turn dialogue such as a booking claimed the message).
-LAYERS = ("rules", "embedding", "llm", "llm-fallback", "embedding-guess", "default", "dialogue")
+# engine, not a router: an open multi-turn dialogue such as a booking claimed the message), "upload" (a
+# file sent to POST /api/resumes: the caller names the route and the flow).
+LAYERS = ("rules", "embedding", "llm", "llm-fallback", "embedding-guess", "default", "dialogue", "upload")
 
 
 @dataclass(frozen=True)

