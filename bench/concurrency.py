@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import shutil
 import sqlite3
 import sys
@@ -222,28 +223,28 @@ class Run:
 
 
 def _log_problems(log: str) -> dict[str, int]:
-    """What broke, by kind: each traceback's last line (the exception) with the application frame it was
-    raised from, and ERROR lines without their timestamps and ids."""
+    """What broke, counted by kind: the final line of each traceback (the exception), the SQL statement
+    an SQLAlchemy error names, and ERROR lines, without timestamps, ids and parameters."""
     counts: dict[str, int] = {}
-
-    def add(key: str) -> None:
-        counts[key[:220]] = counts.get(key[:220], 0) + 1
-
-    lines = log.splitlines()
-    where = ""
-    in_tb = False
-    for line in lines:
-        if line.startswith("Traceback"):
-            in_tb, where = True, ""
-        elif in_tb and line.startswith('  File "') and "/careerwise/" in line:
-            where = line.split("/careerwise/", 1)[1].replace('", line ', ":").replace(", in ", " ")
-        elif in_tb and line and not line.startswith(" ") and not line.startswith("During handling"):
-            if not line.startswith("The above exception") and not line.startswith("Traceback"):
-                add(f"{line.strip()} (last app frame: {where or '-'})")
-                in_tb = False
-        elif " ERROR " in line or " CRITICAL " in line:
-            text = line.split(" ERROR ", 1)[-1].split(" CRITICAL ", 1)[-1]
-            add(" ".join("<id>" if len(w) >= 32 and w.isalnum() else w for w in text.split()))
+    skip = ("Traceback", "The above exception", "During handling", "[parameters:", "(Background on")
+    for raw in log.splitlines():
+        if (
+            not raw
+            or raw.startswith(" ")
+            or raw.startswith(skip)
+            or " INFO " in raw
+            or raw.startswith("INFO:")
+        ):
+            continue
+        line = raw
+        if line[:1].isdigit():  # "2025-01-01 12:00:00,000 LEVEL name: message"
+            line = line.split(" ", 2)[-1]
+        if line.startswith("WARNING"):
+            continue
+        if line.startswith("[SQL: "):
+            line = "statement: " + line[6:90]
+        line = re.sub(r"[0-9a-f]{32}", "<id>", line)
+        counts[line] = counts.get(line, 0) + 1
     return counts
 
 
@@ -336,7 +337,7 @@ def _report(runs: list[Run], loads: tuple[float, float, float]) -> list[str]:
         for label, burst in (("CareerWise", r.ours), ("baseline", r.baseline)):
             for text, n in sorted(burst.errors.items(), key=lambda kv: -kv[1]):
                 out.append(f"- workers {r.workers}, {label}: {n} x {text}")
-        for text, n in sorted(r.log_problems.items(), key=lambda kv: -kv[1])[:10]:
+        for text, n in sorted(r.log_problems.items(), key=lambda kv: -kv[1])[:12]:
             out.append(f"- workers {r.workers}, server log: {n} x {text}")
     out += _breakdown(runs)
     out.append("\n## Memory of the serving process (no local model; VmRSS, MB)\n")

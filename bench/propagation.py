@@ -150,7 +150,9 @@ async def _measure(
     return Change(label, took, returned, delays, first_start, stale)
 
 
-async def _scenario(data_dir: Path, llm_port: int, urls: dict[str, str], doc: Path) -> list[Change]:
+async def _scenario(
+    data_dir: Path, llm_port: int, urls: dict[str, str], doc: Path
+) -> tuple[list[Change], dict[str, list[float]]]:
     pollers = [Poller(name, url) for name, url in urls.items()]
     tasks = [asyncio.create_task(p.run()) for p in pollers]
     changes: list[Change] = []
@@ -194,11 +196,7 @@ async def _scenario(data_dir: Path, llm_port: int, urls: dict[str, str], doc: Pa
     if errors:
         changes.append(Change(f"turn errors: {errors[:5]} ({len(errors)})", 0, 0, {}, {}, {}))
     searches = {p.name: [t.search_ms for t in p.turns if t.search_ms is not None] for p in pollers}
-    _SEARCH.update(searches)
-    return changes
-
-
-_SEARCH: dict[str, list[float]] = {}
+    return changes, searches
 
 
 def run() -> list[str]:
@@ -223,13 +221,15 @@ def run() -> list[str]:
                 data_dir=data_dir, llm_port=llm_port, port=free_port(), workers=1, log=logs / "serve-b.log"
             ) as b,
         ):
-            changes = asyncio.run(_scenario(data_dir, llm_port, {"A": a.url, "B": b.url}, doc))
+            changes, searches = asyncio.run(_scenario(data_dir, llm_port, {"A": a.url, "B": b.url}, doc))
     finally:
         shutil.rmtree(data_dir, ignore_errors=True)
-    return _report(changes, loads, logs)
+    return _report(changes, searches, loads, logs)
 
 
-def _report(changes: list[Change], loads: tuple[float, float, float], logs: Path) -> list[str]:
+def _report(
+    changes: list[Change], searches: dict[str, list[float]], loads: tuple[float, float, float], logs: Path
+) -> list[str]:
     out = [
         "## Propagation: a change made by `careerwise` (a third process) seen by two `serve` processes "
         f"on one SQLite database (load average before {loads[0]:.2f} / {loads[1]:.2f} / {loads[2]:.2f})\n"
@@ -272,11 +272,11 @@ def _report(changes: list[Change], loads: tuple[float, float, float], logs: Path
     for c in changes:
         if c.label.startswith("turn errors"):
             out.append(f"\n- {c.label}")
-    for name, values in _SEARCH.items():
+    for name, values in searches.items():
         if values:
             out.append(
-                f"\n- process {name}: search (tool) time p50 {pct(values, 50):.0f} ms, max {max(values):.0f} ms "
-                "(the max is the reload after the ingest)"
+                f"\n- process {name}: search (tool) time over its {len(values)} turns p50 {pct(values, 50):.0f} ms, "
+                f"max {max(values):.0f} ms"
             )
     out.append(f"\nServer logs kept in {logs}")
     return out

@@ -94,6 +94,9 @@ def _server(data_dir: str, llm_port: int, port: int, **extra: str) -> tuple[list
         "CAREERWISE_LLM_BASE_URL": f"http://127.0.0.1:{llm_port}/v1",
         "CAREERWISE_LLM_MODEL": "fake",
         "CAREERWISE_BUFFER_GUARD_CHUNKS": str(GUARD),
+        # the benchmark is one visitor asking many questions: no per-IP limit, no daily budget
+        "CAREERWISE_ANONYMOUS_CHAT_PER_MINUTE": "0",
+        "CAREERWISE_DAILY_TOKEN_BUDGET": "0",
         **extra,
     }
     return [sys.executable, "-m", "careerwise.cli", "serve", "--port", str(port)], env

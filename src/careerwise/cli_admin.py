@@ -14,6 +14,7 @@ from careerwise.assistant_settings import DEFAULT_ASSISTANT, KEYS, SettingsStore
 from careerwise.config import get_settings
 from careerwise.errors import UserInputError
 from careerwise.store import Database, ToolCallRecord, Trace, TraceEvent, TraceSpan
+from careerwise.tracing.export import trace_header
 
 settings_app = typer.Typer(
     help="Show and change assistant settings (stored in the database).", no_args_is_help=True
@@ -124,23 +125,7 @@ async def load_trace(db: Database, trace_id: str) -> dict[str, Any] | None:
         ).all()
         spans = (await _spans(s, [trace_id])).get(trace_id, [])
     return {
-        "id": trace.id,
-        "conversation_id": trace.conversation_id,
-        "assistant_id": trace.assistant_id,
-        "channel": trace.channel,
-        "intent": trace.intent,
-        "tier": trace.tier,
-        "flow": trace.flow,
-        "path": trace.path,
-        "status": trace.status,
-        "error_code": trace.error_code,
-        "degraded": trace.degraded,
-        "model": trace.model,
-        "started_at": trace.started_at.isoformat(),
-        "duration_ms": trace.duration_ms,
-        "first_text_ms": trace.first_text_ms,
-        "timings": trace.timings,
-        "usage": trace.usage,
+        **trace_header(trace),
         "tool_calls": [
             {
                 "call_id": c.call_id,

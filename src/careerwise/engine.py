@@ -148,7 +148,8 @@ class Engine:
                 s.add(conv)
                 await s.flush()
             conv.updated_at = datetime.now(UTC)
-            await self._expire_interrupted(s, conv.id)
+            if req.conversation_id:  # a conversation created just now has nothing pending
+                await self._expire_interrupted(s, conv.id)
             user_msg = Message(conversation_id=conv.id, role="user", content=message, status="ok")
             asst = Message(conversation_id=conv.id, role="assistant", content="", status="pending")
             s.add_all([user_msg, asst])

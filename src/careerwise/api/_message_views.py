@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -19,7 +19,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from careerwise.events import Source
-from careerwise.store import Feedback, Message, TraceEvent
+from careerwise.store import Feedback, Message, TraceEvent, as_utc
 from careerwise.web.render import render_markdown
 
 _VIEW_EVENTS = ("tool_call", "tool_result", "report", "degraded", "error")
@@ -67,11 +67,6 @@ class MessageOut(BaseModel):
     searches: list[SearchOut] = Field(default_factory=list)
     notices: list[NoticeOut] = Field(default_factory=list)
     rating: Literal["up", "down"] | None = Field(default=None, description="The feedback given, if any.")
-
-
-def as_utc(value: datetime) -> datetime:
-    """SQLite hands back naive datetimes; every stored time is UTC, so say so in the JSON."""
-    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
 
 
 async def message_views(session: AsyncSession, messages: Sequence[Message]) -> list[MessageOut]:

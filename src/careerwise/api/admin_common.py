@@ -59,11 +59,6 @@ def date_range(
 DateRangeDep = Annotated[DateRange, Depends(date_range)]
 
 
-def as_utc(value: datetime) -> datetime:
-    """SQLite hands back naive datetimes (stored as UTC); PostgreSQL aware ones."""
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-
-
 def percentile(values: Sequence[float], q: float) -> float | None:
     """The q-th percentile (0-100) with linear interpolation between closest ranks (the method of
     numpy's default and of ``statistics.quantiles(method="inclusive")``); None for no values."""

@@ -22,7 +22,7 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import delete, func, select
 
-from careerwise.api.admin_common import admin_router, as_utc
+from careerwise.api.admin_common import admin_router
 from careerwise.api.admin_settings import known_assistant
 from careerwise.api.deps import ServicesDep
 from careerwise.assistant_settings import DEFAULT_ASSISTANT
@@ -38,7 +38,7 @@ from careerwise.events import ToolCallEvent, ToolResultEvent
 from careerwise.knowledge.documents import MAX_FILE_BYTES, SUPPORTED_SUFFIXES
 from careerwise.knowledge.ingest import IngestReport, bump_version, ingest_paths
 from careerwise.services import Services
-from careerwise.store import Chunk, Document
+from careerwise.store import Chunk, Document, as_utc
 from careerwise.tools.search_knowledge import MAX_QUERY_CHARS, MAX_TOP_K
 from careerwise.tools.search_knowledge import NAME as SEARCH_TOOL
 

@@ -13,14 +13,14 @@ from fastapi import Query
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import func, select
 
-from careerwise.api.admin_common import admin_router, as_utc
+from careerwise.api.admin_common import admin_router
 from careerwise.api.auth import AdminUser
 from careerwise.api.deps import ServicesDep
 from careerwise.assistant_settings import DEFAULT_ASSISTANT, KEYS, AssistantSettings
 from careerwise.channels.apikeys import create_key, list_keys, revoke_key
 from careerwise.errors import NotFoundError
 from careerwise.services import Services
-from careerwise.store import ApiKey, Assistant, AssistantSetting, SettingsAudit, Trace
+from careerwise.store import ApiKey, Assistant, AssistantSetting, SettingsAudit, Trace, as_utc
 
 router = admin_router("admin: assistants")
 

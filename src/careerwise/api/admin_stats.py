@@ -17,9 +17,9 @@ from typing import Annotated, Any
 from fastapi import Query
 from sqlalchemy import func, select
 
-from careerwise.api.admin_common import DateRangeDep, admin_router, as_utc, percentiles
+from careerwise.api.admin_common import DateRangeDep, admin_router, percentiles
 from careerwise.api.deps import ServicesDep
-from careerwise.store import Feedback, Trace, TraceEvent
+from careerwise.store import Feedback, Trace, TraceEvent, as_utc
 
 router = admin_router("admin: stats")
 

@@ -15,10 +15,11 @@ from fastapi import Query
 from pydantic import BaseModel
 from sqlalchemy import ColumnElement, func, select
 
-from careerwise.api.admin_common import admin_router, as_utc
+from careerwise.api.admin_common import admin_router
 from careerwise.api.deps import ServicesDep
 from careerwise.errors import NotFoundError, UserInputError
-from careerwise.store import Feedback, Message, Trace, TraceEvent, TraceSpan
+from careerwise.store import Feedback, Message, Trace, TraceEvent, TraceSpan, as_utc
+from careerwise.tracing.export import trace_header
 from careerwise.tracing.masking import mask_text
 
 router = admin_router("admin: turns")
@@ -258,25 +259,7 @@ async def turn_timeline(trace_id: str, services: ServicesDep) -> dict[str, Any]:
             errors.append({**body, "t_ms": e.t_ms})
     span_views = [_span_view(sp) for sp in spans]
     return {
-        "trace": {
-            "id": trace.id,
-            "conversation_id": trace.conversation_id,
-            "assistant_id": trace.assistant_id,
-            "channel": trace.channel,
-            "intent": trace.intent,
-            "tier": trace.tier,
-            "flow": trace.flow,
-            "path": trace.path,
-            "status": trace.status,
-            "error_code": trace.error_code,
-            "degraded": trace.degraded,
-            "model": trace.model,
-            "started_at": as_utc(trace.started_at).isoformat(),
-            "duration_ms": trace.duration_ms,
-            "first_text_ms": trace.first_text_ms,
-            "timings": trace.timings,
-            "usage": trace.usage,
-        },
+        "trace": trace_header(trace),
         "question": mask_text(question.content) if question else "",
         "answer": mask_text(answer.content) if answer else "",
         "answer_status": answer.status if answer else None,

@@ -19,12 +19,12 @@ from fastapi import APIRouter, Path, Query, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import delete, select
 
-from careerwise.api._message_views import MessageOut, as_utc, message_views
+from careerwise.api._message_views import MessageOut, message_views
 from careerwise.api.auth import CurrentUser, OptionalUser, client_ip
 from careerwise.api.deps import ServicesDep
 from careerwise.errors import ConversationBusyError, NotFoundError
 from careerwise.services import Services
-from careerwise.store import Conversation, Message, User
+from careerwise.store import Conversation, Message, User, as_utc
 
 router = APIRouter(tags=["conversations"])
 

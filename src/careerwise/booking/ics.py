@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from careerwise.booking.timefmt import as_utc
+from careerwise.store import as_utc
 
 CRLF = "\r\n"
 MAX_OCTETS = 75

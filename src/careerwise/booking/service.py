@@ -42,13 +42,14 @@ from careerwise.booking.slots import (
     free_slots,
     local_today,
 )
-from careerwise.booking.timefmt import as_utc, slot_label
+from careerwise.booking.timefmt import slot_label
 from careerwise.store import (
     AvailabilityException,
     AvailabilityWindow,
     Booking,
     BookingSettings,
     Database,
+    as_utc,
 )
 from careerwise.store.models import new_id
 

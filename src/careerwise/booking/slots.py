@@ -15,7 +15,8 @@ from datetime import date, datetime, time, timedelta
 from typing import Literal
 from zoneinfo import ZoneInfo
 
-from careerwise.booking.timefmt import as_utc, slot_label
+from careerwise.booking.timefmt import slot_label
+from careerwise.store import as_utc
 
 DEFAULT_COACH = "summer"
 DEFAULT_TIMEZONE = "Asia/Taipei"

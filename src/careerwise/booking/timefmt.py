@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from zoneinfo import ZoneInfo
+
+from careerwise.store import as_utc
 
 _WEEKDAY_ZH = "一二三四五六日"
 _WEEKDAY_EN = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 _ZONE_NAMES = {"Asia/Taipei": ("台北時間", "Taipei time")}
-
-
-def as_utc(value: datetime) -> datetime:
-    """Stored datetimes come back naive from SQLite and aware from PostgreSQL; both mean UTC."""
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
 def zone_name(tz: ZoneInfo, zh: bool) -> str:

@@ -1,6 +1,6 @@
 """Storage: SQLAlchemy 2 models, the async database handle and Alembic migrations."""
 
-from careerwise.store.db import Database
+from careerwise.store.db import Database, as_utc
 from careerwise.store.models import (
     ApiKey,
     Assistant,
@@ -57,4 +57,5 @@ __all__ = [
     "TraceEvent",
     "TraceSpan",
     "User",
+    "as_utc",
 ]

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
+import weakref
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from alembic import command
 from alembic.config import Config
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker, create_async_engine
 
 log = logging.getLogger(__name__)
@@ -50,10 +55,16 @@ def _sqlite_pragmas(dbapi_connection: object, _record: object) -> None:
     cursor = dbapi_connection.cursor()  # type: ignore[attr-defined]
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.execute("PRAGMA busy_timeout=5000")
+    # other processes: writes queue in each process (SerialWriteSession), then meet here
+    cursor.execute("PRAGMA busy_timeout=15000")
     # WAL + NORMAL: a commit is durable against a process crash; only an OS crash can lose the last one
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.close()
+
+
+def as_utc(value: datetime) -> datetime:
+    """Stored datetimes come back naive from SQLite and aware from PostgreSQL; both mean UTC."""
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
 def upgrade(url: str) -> None:
@@ -61,6 +72,91 @@ def upgrade(url: str) -> None:
     cfg.set_main_option("script_location", str(_MIGRATIONS))
     cfg.set_main_option("sqlalchemy.url", sync_url(url).replace("%", "%%"))
     command.upgrade(cfg, "head")
+
+
+class _WriteLock:
+    """An asyncio lock that the task holding it may take again (a write inside a write of the same
+    task passes), and that gives up after ``timeout`` seconds instead of waiting forever."""
+
+    def __init__(self, timeout: float) -> None:
+        self._lock = asyncio.Lock()
+        self._owner: asyncio.Task[Any] | None = None
+        self._depth = 0
+        self.timeout = timeout
+
+    async def acquire(self) -> None:
+        task = asyncio.current_task()
+        if task is not None and self._owner is task:
+            self._depth += 1
+            return
+        try:
+            await asyncio.wait_for(self._lock.acquire(), self.timeout)
+        except TimeoutError as exc:
+            log.error("database: waited %.0f s for this process's write turn", self.timeout)
+            raise OperationalError(
+                "waiting for the write lock", None, TimeoutError("the database is busy")
+            ) from exc
+        self._owner, self._depth = task, 1
+
+    def release(self) -> None:
+        self._depth -= 1
+        if self._depth == 0:
+            self._owner = None
+            self._lock.release()
+
+
+class _SerialWrite:
+    """``session.begin()`` behind the process's write lock (see :class:`SerialWriteSession`)."""
+
+    def __init__(self, lock: _WriteLock, inner: Any) -> None:
+        self._lock = lock
+        self._inner = inner
+
+    async def __aenter__(self) -> Any:
+        await self._lock.acquire()
+        try:
+            return await self._inner.__aenter__()
+        except BaseException:
+            self._lock.release()
+            raise
+
+    async def __aexit__(self, *exc: Any) -> Any:
+        try:
+            return await self._inner.__aexit__(*exc)
+        finally:
+            self._lock.release()
+
+
+class SerialWriteSession(AsyncSession):
+    """SQLite has one writer. Two hundred concurrent turns each holding the write lock across event-loop
+    turns made writers wait past ``busy_timeout`` ("database is locked": a 500, or a lost trace). On
+    SQLite, every write transaction (``async with session.begin()``) of this process first takes an
+    asyncio lock, so they queue in the event loop instead of inside SQLite; other processes still meet
+    at SQLite's lock. Reads take no lock (WAL lets them run beside the writer)."""
+
+    def begin(self) -> Any:
+        inner = super().begin()
+        locks: _LoopLocks | None = self.info.get("write_locks")
+        return inner if locks is None else _SerialWrite(locks.current(), inner)
+
+
+class _LoopLocks:
+    """One lock per event loop: the same Database may be used from two loops (a server thread and a
+    test's ``asyncio.run``), and an asyncio lock belongs to one loop."""
+
+    def __init__(self) -> None:
+        self._locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _WriteLock] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._guard = threading.Lock()
+
+    def current(self) -> _WriteLock:
+        loop = asyncio.get_running_loop()
+        with self._guard:
+            lock = self._locks.get(loop)
+            if lock is None:
+                lock = self._locks[loop] = _WriteLock(timeout=60.0)
+            return lock
 
 
 class Database:
@@ -75,7 +171,10 @@ class Database:
         if url.startswith("sqlite"):
             sync_engine: Engine = self.engine.sync_engine
             event.listen(sync_engine, "connect", _sqlite_pragmas)
-        self.sessions = async_sessionmaker(self.engine, expire_on_commit=False)
+        info = {"write_locks": _LoopLocks()} if url.startswith("sqlite") else {}
+        self.sessions = async_sessionmaker(
+            self.engine, class_=SerialWriteSession, expire_on_commit=False, info=info
+        )
         self._blocking_engine: Engine | None = None
         self._blocking_lock = threading.Lock()
 
