@@ -146,6 +146,10 @@ def test_the_breaker_opens_the_fallback_answers_and_the_primary_recovers(
             assert len(fake_llm.requests) == 3
             assert provider.breaker.state == "open"
             assert all("備援模型" in a for a in answers[1:])
+            ready = c.get("/readyz")  # open, but the fallback answers: still ready, and it says so
+            assert ready.status_code == 200
+            llm = ready.json()["checks"]["llm"]
+            assert (llm["state"], llm["breaker"], llm["fallback"]) == ("ok", "open", "steady-model")
             assert len(fallback.requests) == 3
             assert fallback.requests[0]["model"] == "steady-model"
 
@@ -159,3 +163,18 @@ def test_the_breaker_opens_the_fallback_answers_and_the_primary_recovers(
             ("open", "half_open"),
             ("half_open", "closed"),
         ]
+
+
+def test_an_open_breaker_without_a_fallback_makes_readyz_fail(
+    fake_llm: FakeLLM, live_server: Callable[..., LiveServer]
+) -> None:
+    fake_llm.default = error(503)
+    server = live_server(llm_breaker_threshold=2, llm_breaker_reset_seconds=600, llm_retries=1)
+    with httpx.Client(base_url=server.url, timeout=30) as c:
+        assert c.get("/readyz").json()["checks"]["llm"]["breaker"] == "closed"
+        r = c.post("/api/chat", json={"message": "面試怎麼準備 #1", "mode": "full"})
+        assert r.status_code == 200 and r.json()["status"] == "error"  # a clear notice, not a 5xx
+        ready = c.get("/readyz")
+    assert ready.status_code == 503
+    llm = ready.json()["checks"]["llm"]
+    assert llm["state"] == "failed" and llm["breaker"] == "open" and "in a row" in llm["error"]

@@ -12,7 +12,7 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Header, Query, Request, Response
+from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from fastapi import Path as PathParam
 from fastapi.responses import FileResponse, JSONResponse
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StringConstraints
@@ -175,6 +175,22 @@ TokenQuery = Annotated[str | None, Query(alias="token", max_length=200)]
 IdempotencyHeader = Annotated[str | None, Header(alias="Idempotency-Key")]
 
 
+async def _authorized_booking(
+    booking_id: str,
+    services: ServicesDep,
+    user: OptionalUser,
+    token_header: TokenHeader = None,
+    token: TokenQuery = None,
+) -> BookingView:
+    """The booking named in the path, if the caller may see it: its user, an admin, or a holder of its
+    booking token (header or ``?token=``); anybody else gets 404, as for a booking that does not exist."""
+    service = services.bookings
+    return await _authorized(service, booking_id, user, _origins(service, token_header, token))
+
+
+AuthorizedBooking = Annotated[BookingView, Depends(_authorized_booking)]
+
+
 @router.get("/api/slots", summary="Free consultation slots")
 async def slots(
     services: ServicesDep,
@@ -251,17 +267,8 @@ async def my_bookings(
 
 
 @router.get("/api/bookings/{booking_id}", summary="One booking")
-async def get_booking(
-    booking_id: str,
-    request: Request,
-    services: ServicesDep,
-    user: OptionalUser,
-    token_header: TokenHeader = None,
-    token: TokenQuery = None,
-) -> BookingOut:
-    service = services.bookings
-    view = await _authorized(service, booking_id, user, _origins(service, token_header, token))
-    return _out(service, view, await service.availability(), request)
+async def get_booking(view: AuthorizedBooking, request: Request, services: ServicesDep) -> BookingOut:
+    return _out(services.bookings, view, await services.bookings.availability(), request)
 
 
 @router.post(
@@ -270,36 +277,24 @@ async def get_booking(
     responses={409: {"description": "The new slot is taken, or the booking is no longer active."}},
 )
 async def reschedule(
-    booking_id: str,
+    view: AuthorizedBooking,
     body: RescheduleIn,
     request: Request,
     services: ServicesDep,
-    user: OptionalUser,
-    token_header: TokenHeader = None,
-    token: TokenQuery = None,
     idempotency_key: IdempotencyHeader = None,
 ) -> BookingOut:
     service = services.bookings
-    await _authorized(service, booking_id, user, _origins(service, token_header, token))
     result = await service.reschedule(
-        booking_id, slot_start=body.slot_start, idempotency_key=_key(idempotency_key, body.idempotency_key)
+        view.id, slot_start=body.slot_start, idempotency_key=_key(idempotency_key, body.idempotency_key)
     )
     return _out(service, result.booking, await service.availability(), request)
 
 
 @router.post("/api/bookings/{booking_id}/cancel", summary="Cancel a booking")
-async def cancel(
-    booking_id: str,
-    request: Request,
-    services: ServicesDep,
-    user: OptionalUser,
-    token_header: TokenHeader = None,
-    token: TokenQuery = None,
-) -> BookingOut:
+async def cancel(view: AuthorizedBooking, request: Request, services: ServicesDep) -> BookingOut:
     service = services.bookings
-    await _authorized(service, booking_id, user, _origins(service, token_header, token))
-    view = await service.cancel(booking_id)
-    return _out(service, view, await service.availability(), request)
+    cancelled = await service.cancel(view.id)
+    return _out(service, cancelled, await service.availability(), request)
 
 
 @router.get(
@@ -309,16 +304,8 @@ async def cancel(
     response_class=Response,
     responses={200: {"content": {"text/calendar": {}}}},
 )
-async def booking_ics(
-    booking_id: str,
-    request: Request,
-    services: ServicesDep,
-    user: OptionalUser,
-    token_header: TokenHeader = None,
-    token: TokenQuery = None,
-) -> Response:
+async def booking_ics(view: AuthorizedBooking, request: Request, services: ServicesDep) -> Response:
     service = services.bookings
-    view = await _authorized(service, booking_id, user, _origins(service, token_header, token))
     body = await service.calendar(view, url=str(request.base_url).rstrip("/") + "/bookings")
     return Response(
         body,

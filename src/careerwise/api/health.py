@@ -20,6 +20,7 @@ from fastapi.responses import JSONResponse
 from sqlalchemy import text
 
 from careerwise.api.deps import ServicesDep
+from careerwise.llm.resilience import ResilientProvider
 from careerwise.services import Services
 
 router = APIRouter(tags=["health"])
@@ -83,6 +84,41 @@ async def _knowledge(services: Services, seconds: float) -> dict[str, Any]:
     return check
 
 
+def _llm(services: Services) -> dict[str, Any]:
+    """The provider is not called here (a completion per probe would cost tokens and seconds); its
+    circuit breaker says whether calls are going through. Open without a fallback: not ready."""
+    check: dict[str, Any] = {
+        "state": "ok",
+        "provider": services.provider.name,
+        "model": services.provider.model,
+    }
+    resilient = _find(services.provider, ResilientProvider)
+    if resilient is None:
+        return check
+    check["breaker"] = resilient.breaker.state
+    if resilient.breaker.state == "open":
+        if resilient.fallback is None:
+            check["state"] = "failed"
+            check["error"] = (
+                f"the provider failed {resilient.breaker.threshold} times in a row; calls resume in "
+                f"{resilient.breaker.retry_in():.0f} s"
+            )
+        else:
+            check["fallback"] = resilient.fallback.model
+    return check
+
+
+def _find(provider: object, kind: type[ResilientProvider]) -> ResilientProvider | None:
+    """The wrapper of ``kind`` inside the provider's wrappers (canary guard, observation), if any."""
+    seen = 0
+    while provider is not None and seen < 8:
+        if isinstance(provider, kind):
+            return provider
+        provider = getattr(provider, "inner", None)
+        seen += 1
+    return None
+
+
 @router.get("/readyz", response_model=None)
 async def readyz(services: ServicesDep) -> JSONResponse:
     timeout = services.settings.readyz_timeout
@@ -90,7 +126,7 @@ async def readyz(services: ServicesDep) -> JSONResponse:
         "database": await _probe("the database", timeout, lambda: _database(services)),
         "knowledge": await _knowledge(services, timeout),
         "embedding": await _probe("the embedding model", timeout, lambda: _embedding(services)),
-        "llm": {"state": "ok", "provider": services.provider.name, "model": services.provider.model},
+        "llm": _llm(services),
     }
     metrics = services.engine.telemetry.metrics
     for name, check in checks.items():
