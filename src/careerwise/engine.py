@@ -32,7 +32,7 @@ from careerwise.events import DoneEvent, ErrorEvent, Event, RouteEvent
 from careerwise.flows.base import Flow, FlowContext, FlowOptions, FlowRegistry, TurnState
 from careerwise.llm.types import ChatMessage, LLMProvider
 from careerwise.routing.router import RouteDecision, Router
-from careerwise.store import Conversation, Database, Message, Trace
+from careerwise.store import Conversation, Database, Message, Trace, as_utc
 from careerwise.tools.registry import ToolRegistry
 from careerwise.tracing.llm_calls import ROUTING_SINK, ObservedProvider
 from careerwise.tracing.recorder import TraceRecorder
@@ -182,8 +182,7 @@ class Engine:
             )
         ).all()
         for m in pending:
-            created = m.created_at if m.created_at.tzinfo else m.created_at.replace(tzinfo=UTC)
-            if created < cutoff:
+            if as_utc(m.created_at) < cutoff:
                 log.warning(
                     "conversation %s: reply %s was interrupted; closed as error", conversation_id, m.id
                 )

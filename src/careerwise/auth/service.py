@@ -14,7 +14,7 @@ from sqlalchemy import func, select
 
 from careerwise.auth.passwords import MAX_PASSWORD, MIN_PASSWORD, hash_password, needs_rehash, verify_password
 from careerwise.errors import AuthenticationError, ConflictError, UserInputError
-from careerwise.store import Database, LoginSession, User
+from careerwise.store import Database, LoginSession, User, as_utc
 
 # deliberately loose: one @, something on each side, a dot in the domain; the mailbox is the real test
 _EMAIL = re.compile(r"^[^@\s]{1,64}@[^@\s]+\.[^@\s]{2,}$")
@@ -114,7 +114,7 @@ class AccountService:
             return None
         async with self.db.session() as s:
             row = await s.get(LoginSession, _token_id(token))
-            if row is None or row.revoked_at is not None or _aware(row.expires_at) <= datetime.now(UTC):
+            if row is None or row.revoked_at is not None or as_utc(row.expires_at) <= datetime.now(UTC):
                 return None
             return await s.get(User, row.user_id)
 
@@ -126,8 +126,3 @@ class AccountService:
             row = await s.get(LoginSession, _token_id(token))
             if row is not None and row.revoked_at is None:
                 row.revoked_at = datetime.now(UTC)
-
-
-def _aware(ts: datetime) -> datetime:
-    """SQLite returns naive datetimes for timezone-aware columns; they were stored in UTC."""
-    return ts if ts.tzinfo is not None else ts.replace(tzinfo=UTC)

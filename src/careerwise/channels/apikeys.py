@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import or_, select
 
 from careerwise.errors import NotFoundError, UserInputError
-from careerwise.store import ApiKey, Database
+from careerwise.store import ApiKey, Database, as_utc
 
 TOKEN_PREFIX = "cw_"
 SHOWN_PREFIX = 10  # "cw_" and 7 characters
@@ -79,8 +79,6 @@ async def authenticate(db: Database, token: str | None) -> ApiKey | None:
             return None
         now = datetime.now(UTC)
         last = key.last_used_at
-        if last is not None and last.tzinfo is None:  # SQLite returns naive datetimes
-            last = last.replace(tzinfo=UTC)
-        if last is None or now - last > _TOUCH_EVERY:
+        if last is None or now - as_utc(last) > _TOUCH_EVERY:
             key.last_used_at = now
     return key

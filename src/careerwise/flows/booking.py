@@ -18,7 +18,7 @@ import hashlib
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from careerwise import prompts
@@ -33,7 +33,7 @@ from careerwise.booking.errors import (
 from careerwise.booking.timefmt import slot_label
 from careerwise.events import DeltaEvent, Event
 from careerwise.flows.base import FlowContext, FlowRegistry
-from careerwise.store import BookingDialogue
+from careerwise.store import BookingDialogue, as_utc
 from careerwise.store.models import new_id
 
 log = logging.getLogger(__name__)
@@ -150,8 +150,7 @@ class BookingFlow:
             row = await s.get(BookingDialogue, conversation_id)
         if row is None:
             return None
-        updated = row.updated_at if row.updated_at.tzinfo else row.updated_at.replace(tzinfo=UTC)
-        if self.service.now() - updated > DIALOGUE_TTL:
+        if self.service.now() - as_utc(row.updated_at) > DIALOGUE_TTL:
             return None
         return _State(row.step, row.lang == "zh", dict(row.data), row.nonce)
 
