@@ -4,22 +4,40 @@ from __future__ import annotations
 
 import sys
 
-from bench import concurrency, deep, local_seed, propagation, routing, search, ttft
+from bench import (
+    cache,
+    concurrency,
+    deep,
+    disconnect,
+    injection,
+    local_seed,
+    propagation,
+    ratelimit,
+    routing,
+    search,
+    ttft,
+)
+
+# the embedded model, minutes to an hour: only when asked for by name
+SLOW = {"local_seed", "injection"}
 
 
 def main() -> None:
     selected = set(sys.argv[1:])
-    # local_seed runs the embedded model (minutes): only when asked for by name
     for name, module in (
         ("ttft", ttft),
         ("routing", routing),
         ("search", search),
+        ("cache", cache),
         ("deep", deep),
         ("concurrency", concurrency),
         ("propagation", propagation),
         ("local_seed", local_seed),
+        ("disconnect", disconnect),
+        ("ratelimit", ratelimit),
+        ("injection", injection),
     ):
-        if (selected and name not in selected) or (not selected and name == "local_seed"):
+        if (selected and name not in selected) or (not selected and name in SLOW):
             continue
         print("\n".join(module.run()), flush=True)
         print()

@@ -52,6 +52,55 @@ def corpus_db() -> Path:
         shutil.rmtree(data_dir, ignore_errors=True)
 
 
+def pg_corpus(server_url: str, name: str = "bench_corpus") -> str:
+    """A PostgreSQL database on ``server_url`` with the bundled corpus ingested (``careerwise ingest``,
+    about a minute), to be copied per run with ``CREATE DATABASE ... TEMPLATE``. Returns its name."""
+    from sqlalchemy.engine import make_url
+
+    from careerwise.knowledge.service import BUNDLED_CORPUS
+
+    _pg_admin(server_url, f"DROP DATABASE IF EXISTS {name}", f"CREATE DATABASE {name}")
+    data_dir = Path(tempfile.mkdtemp(prefix="cw-bench-ingest-"))
+    try:
+        url = make_url(server_url).set(database=name).render_as_string(hide_password=False)
+        env = {
+            **os.environ,
+            "CAREERWISE_DATA_DIR": str(data_dir),
+            "CAREERWISE_DATABASE_URL": url,
+            "CAREERWISE_ENVIRONMENT": "development",
+        }
+        subprocess.run(
+            [sys.executable, "-m", "careerwise.cli", "ingest", str(BUNDLED_CORPUS)],
+            cwd=ROOT,
+            env=env,
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+    finally:
+        shutil.rmtree(data_dir, ignore_errors=True)
+    return name
+
+
+def pg_copy(server_url: str, template: str, name: str) -> str:
+    """A fresh database ``name`` copied from ``template``; returns its URL."""
+    from sqlalchemy.engine import make_url
+
+    _pg_admin(server_url, f"DROP DATABASE IF EXISTS {name}", f"CREATE DATABASE {name} TEMPLATE {template}")
+    return make_url(server_url).set(database=name).render_as_string(hide_password=False)
+
+
+def _pg_admin(server_url: str, *statements: str) -> None:
+    import psycopg
+    from sqlalchemy.engine import make_url
+
+    u = make_url(server_url)
+    with psycopg.connect(
+        host=u.host, port=u.port, user=u.username, dbname="postgres", autocommit=True
+    ) as conn:
+        for statement in statements:
+            conn.execute(statement)  # our own fixed statements, no user input
+
+
 def data_dir_with_corpus() -> Path:
     data_dir = Path(tempfile.mkdtemp(prefix="cw-bench-"))
     shutil.copy(corpus_db(), data_dir / "careerwise.db")
@@ -131,6 +180,19 @@ def memory(pid: int) -> list[Memory]:
     return out
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds used so far by ``pid`` and its living descendants."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for p in [pid, *descendants(pid)]:
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # it ended meanwhile
+        total += (int(fields[11]) + int(fields[12])) / tick  # utime, stime (fields 14 and 15)
+    return total
+
+
 # ---------------------------------------------------------------- serving
 
 
@@ -155,14 +217,27 @@ def _wait_for_workers(server: Server, timeout: float = 300.0) -> None:
 
 
 @contextmanager
-def serve(*, data_dir: Path, llm_port: int, port: int, workers: int, log: Path) -> Iterator[Server]:
-    """``log``: the server's stderr, kept after the run (outside ``data_dir``) to read what failed."""
+def serve(
+    *,
+    data_dir: Path,
+    llm_port: int,
+    port: int,
+    workers: int,
+    log: Path,
+    env: dict[str, str] | None = None,
+) -> Iterator[Server]:
+    """``log``: the server's stderr, kept after the run (outside ``data_dir``) to read what failed.
+    ``env``: more settings (``CAREERWISE_DATABASE_URL`` for PostgreSQL)."""
     args = [sys.executable, "-m", "careerwise.cli", "serve", "--port", str(port), "--workers", str(workers)]
     url = f"http://127.0.0.1:{port}"
     seen: set[int] = set()
     try:
         with process(
-            args, env=server_env(data_dir, llm_port), ready_url=f"{url}/readyz", timeout=600, log=log
+            args,
+            env=server_env(data_dir, llm_port) | (env or {}),
+            ready_url=f"{url}/readyz",
+            timeout=600,
+            log=log,
         ) as proc:
             server = Server(proc, url, log, workers)
             _wait_for_workers(server)

@@ -12,7 +12,12 @@ provider's own stream allows text to be shown) pN, the latter being its GUARD-th
 bench/ttft.py (the buffer guard's window counts as the provider's share).
 
 Where the time goes comes from the stored traces (the turn's clock starts after the turn is stored):
-routing and LLM spans, the LLM call's time to first chunk as the app saw it, the trace's first-text mark.
+routing and LLM spans, the LLM call's time to first chunk as the app saw it, the trace's first-text mark;
+and from the CPU seconds the serving processes used during the burst.
+
+Both stores: SQLite (a copy of the ingested corpus database) and PostgreSQL (a throwaway server from
+tests/pg.py, the corpus ingested once and copied per run as a template). ``BENCH_CONCURRENCY_STORES``
+(``sqlite,postgresql`` by default) picks them.
 """
 
 from __future__ import annotations
@@ -22,7 +27,6 @@ import json
 import os
 import re
 import shutil
-import sqlite3
 import sys
 import tempfile
 import time
@@ -32,7 +36,7 @@ from pathlib import Path
 import httpx
 
 from bench import _plots
-from bench._serve import Memory, data_dir_with_corpus, memory, serve
+from bench._serve import Memory, cpu_seconds, data_dir_with_corpus, memory, pg_copy, pg_corpus, serve
 from bench.common import fake_llm, free_port, pct, process, table
 
 FIRST_TOKEN = 0.50
@@ -41,6 +45,7 @@ GUARD = 3
 REQUESTS = 200
 SPREAD = 2.0  # seconds over which the connections are opened, evenly
 WORKERS = (1, 2)
+STORES = tuple(os.environ.get("BENCH_CONCURRENCY_STORES", "sqlite,postgresql").split(","))
 MESSAGE = (
     "面試怎麼準備 {i}"  # routes to career/simple (path B with the text-mode fake); numbered: no two alike
 )
@@ -185,33 +190,46 @@ class TurnTimes:
     status: str
 
 
-def _traces(db: Path, ids: list[str]) -> dict[str, TurnTimes]:
-    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+def _traces(db_url: str, ids: list[str]) -> dict[str, TurnTimes]:
+    from sqlalchemy import bindparam, create_engine, text
+
+    from careerwise.store.db import sync_url
+
+    engine = create_engine(sync_url(db_url))
+    traces = text("SELECT id, first_text_ms, duration_ms, status FROM traces WHERE id IN :ids").bindparams(
+        bindparam("ids", expanding=True)
+    )
+    spans_q = text(
+        "SELECT kind, start_ms, duration_ms, attributes FROM trace_spans WHERE trace_id = :t ORDER BY seq"
+    )
     try:
         out: dict[str, TurnTimes] = {}
-        for tid, first, duration, status in con.execute(
-            f"SELECT id, first_text_ms, duration_ms, status FROM traces WHERE id IN ({','.join('?' * len(ids))})",
-            ids,
-        ):
-            spans = con.execute(
-                "SELECT kind, start_ms, duration_ms, attributes FROM trace_spans WHERE trace_id = ? ORDER BY seq",
-                (tid,),
-            ).fetchall()
-            route = next((s for s in spans if s[0] == "route"), None)
-            llm = next((s for s in spans if s[0] == "llm"), None)
-            if route is None or llm is None or first is None:
-                continue
-            ttft = json.loads(llm[3]).get("ttft_ms")
-            out[tid] = TurnTimes(
-                route[2], route[1] + route[2], llm[1], float(ttft or "nan"), first, duration or 0.0, status
-            )
+        with engine.connect() as con:
+            for tid, first, duration, status in con.execute(traces, {"ids": ids}):
+                spans = con.execute(spans_q, {"t": tid}).all()
+                route = next((sp for sp in spans if sp[0] == "route"), None)
+                llm = next((sp for sp in spans if sp[0] == "llm"), None)
+                if route is None or llm is None or first is None:
+                    continue
+                attrs = llm[3] if isinstance(llm[3], dict) else json.loads(llm[3] or "{}")
+                ttft = attrs.get("ttft_ms")
+                out[tid] = TurnTimes(
+                    route[2],
+                    route[1] + route[2],
+                    llm[1],
+                    float(ttft or "nan"),
+                    first,
+                    duration or 0.0,
+                    status,
+                )
         return out
     finally:
-        con.close()
+        engine.dispose()
 
 
 @dataclass
 class Run:
+    store: str  # "SQLite" or "PostgreSQL"
     workers: int
     baseline: Burst
     ours: Burst
@@ -220,6 +238,11 @@ class Run:
     turns: dict[str, TurnTimes] = field(default_factory=dict)
     log_problems: dict[str, int] = field(default_factory=dict)
     load: tuple[float, float] = (0.0, 0.0)
+    cpu_s: float = 0.0  # CPU seconds the serving processes used during the CareerWise burst
+
+    @property
+    def label(self) -> str:
+        return f"{self.store}, --workers {self.workers}"
 
 
 def _log_problems(log: str) -> dict[str, int]:
@@ -248,12 +271,22 @@ def _log_problems(log: str) -> dict[str, int]:
     return counts
 
 
-def _one_run(workers: int, llm_port: int, logs: Path) -> Run:
-    data_dir = data_dir_with_corpus()
+def _one_run(workers: int, llm_port: int, logs: Path, pg: tuple[str, str] | None = None) -> Run:
+    """``pg``: (server URL, template database) to run on a fresh PostgreSQL copy; None: SQLite."""
+    data_dir = data_dir_with_corpus() if pg is None else Path(tempfile.mkdtemp(prefix="cw-bench-"))
+    store = "SQLite" if pg is None else "PostgreSQL"
+    db_url = (
+        f"sqlite+aiosqlite:///{data_dir / 'careerwise.db'}"
+        if pg is None
+        else pg_copy(pg[0], pg[1], f"bench_run_w{workers}")
+    )
+    env = {} if pg is None else {"CAREERWISE_DATABASE_URL": db_url}
     try:
         port = free_port()
-        log = logs / f"serve-workers{workers}.log"
-        with serve(data_dir=data_dir, llm_port=llm_port, port=port, workers=workers, log=log) as server:
+        log = logs / f"serve-{store.lower()}-workers{workers}.log"
+        with serve(
+            data_dir=data_dir, llm_port=llm_port, port=port, workers=workers, log=log, env=env
+        ) as server:
             time.sleep(2)  # let start-up finish settling before the idle reading
             idle = memory(server.proc.pid)
             warm = asyncio.run(_warm(server.url, 4 * workers))
@@ -262,14 +295,18 @@ def _one_run(workers: int, llm_port: int, logs: Path) -> Run:
             load0 = os.getloadavg()[0]
             baseline = asyncio.run(_burst(f"http://127.0.0.1:{llm_port}/v1/chat/completions", ours=False))
             time.sleep(1)
+            cpu0 = cpu_seconds(server.proc.pid)
             ours = asyncio.run(_burst(f"{server.url}/api/chat", ours=True))
+            cpu_s = cpu_seconds(server.proc.pid) - cpu0
             load1 = os.getloadavg()[0]
             time.sleep(1)
             after = memory(server.proc.pid)
             log_text = server.log_text()
         ids = [s.trace_id for s in ours.samples if s.trace_id]
-        turns = _traces(data_dir / "careerwise.db", ids) if ids else {}
-        return Run(workers, baseline, ours, idle, after, turns, _log_problems(log_text), (load0, load1))
+        turns = _traces(db_url, ids) if ids else {}
+        return Run(
+            store, workers, baseline, ours, idle, after, turns, _log_problems(log_text), (load0, load1), cpu_s
+        )
     finally:
         shutil.rmtree(data_dir, ignore_errors=True)
 
@@ -305,6 +342,7 @@ def _report(runs: list[Run], loads: tuple[float, float, float]) -> list[str]:
         o, b = r.ours, r.baseline
         rows.append(
             [
+                r.store,
                 r.workers,
                 f"{len(o.samples) - len(o.ok)} (baseline {len(b.samples) - len(b.ok)})",
                 f"{pct(b.first(), 50):.0f} / {pct(b.first(), 99):.0f}",
@@ -314,11 +352,13 @@ def _report(runs: list[Run], loads: tuple[float, float, float]) -> list[str]:
                 pct(o.shown(), 99) - pct(b.shown(), 99),
                 f"{o.rps:.1f} ({b.rps:.1f})",
                 f"{r.load[0]:.2f} / {r.load[1]:.2f}",
+                f"{r.cpu_s:.1f} ({1000 * r.cpu_s / max(1, len(o.ok)):.0f} ms a turn)",
             ]
         )
     out.append(
         table(
             [
+                "store",
                 "workers",
                 "errors",
                 "provider first token p50/p99 ms",
@@ -328,6 +368,7 @@ def _report(runs: list[Run], loads: tuple[float, float, float]) -> list[str]:
                 "added p99 ms",
                 "completed req/s (baseline)",
                 "load 1 min before/after",
+                "server CPU s in the burst",
             ],
             rows,
         )
@@ -336,9 +377,9 @@ def _report(runs: list[Run], loads: tuple[float, float, float]) -> list[str]:
     for r in runs:
         for label, burst in (("CareerWise", r.ours), ("baseline", r.baseline)):
             for text, n in sorted(burst.errors.items(), key=lambda kv: -kv[1]):
-                out.append(f"- workers {r.workers}, {label}: {n} x {text}")
+                out.append(f"- {r.label}, {label}: {n} x {text}")
         for text, n in sorted(r.log_problems.items(), key=lambda kv: -kv[1])[:12]:
-            out.append(f"- workers {r.workers}, server log: {n} x {text}")
+            out.append(f"- {r.label}, server log: {n} x {text}")
     out += _breakdown(runs)
     out.append("\n## Memory of the serving process (no local model; VmRSS, MB)\n")
     mem_rows = []
@@ -346,6 +387,7 @@ def _report(runs: list[Run], loads: tuple[float, float, float]) -> list[str]:
         for label, rows_ in (("idle after start", r.idle), (f"after the {REQUESTS} chats", r.after)):
             mem_rows.append(
                 [
+                    r.store,
                     r.workers,
                     label,
                     _mb(rows_),
@@ -353,7 +395,7 @@ def _report(runs: list[Run], loads: tuple[float, float, float]) -> list[str]:
                     sum(m.pss_mb for m in rows_),
                 ]
             )
-    out.append(table(["workers", "when", "per process RSS", "RSS sum", "PSS sum"], mem_rows))
+    out.append(table(["store", "workers", "when", "per process RSS", "RSS sum", "PSS sum"], mem_rows))
     out.append(
         "\nGoal: a serving process < 300 MB. With the embedded local model: not measured here "
         "(loading it takes minutes)."
@@ -379,6 +421,7 @@ def _breakdown(runs: list[Run]) -> list[str]:
         complete = [(s, t, pre[id(s)]) for s, t in pairs if id(s) in pre and s.shown_ms and s.end_ms]
         rows.append(
             [
+                r.store,
                 r.workers,
                 len(complete),
                 cell([p for _, _, p in complete]),
@@ -393,6 +436,7 @@ def _breakdown(runs: list[Run]) -> list[str]:
     out.append(
         table(
             [
+                "store",
                 "workers",
                 "turns",
                 "before the turn: session, settings, storing the turn",
@@ -420,16 +464,32 @@ def run() -> list[str]:
     runs: list[Run] = []
     logs = Path(tempfile.mkdtemp(prefix="cw-bench-logs-"))
     with process(fake, ready_url=f"http://127.0.0.1:{llm_port}/v1/models"):
-        for workers in WORKERS:
-            runs.append(_one_run(workers, llm_port, logs))
+        if "sqlite" in STORES:
+            for workers in WORKERS:
+                runs.append(_one_run(workers, llm_port, logs))
+        if "postgresql" in STORES:
+            runs += _pg_runs(llm_port, logs)
     out = _report(runs, loads)
     out.append(f"\nServer logs kept in {logs}")
-    written = _plots.concurrency(
-        PLOTS,
-        {r.workers: (r.baseline.shown(), r.ours.shown()) for r in runs},
-    )
+    series = {r.label: (r.baseline.shown(), r.ours.shown()) for r in runs}
+    (logs / "samples.json").write_text(json.dumps(series))  # to redraw the plots without another burst
+    written = _plots.concurrency(PLOTS, series)
     out.append("\nPlots: " + ", ".join(str(p.relative_to(PLOTS.parent.parent)) for p in written))
     return out
+
+
+def _pg_runs(llm_port: int, logs: Path) -> list[Run]:
+    from tests.pg import start_postgres, stop_postgres
+
+    tmp = Path(tempfile.mkdtemp(prefix="cw-bench-pg-"))
+    tmp.chmod(0o755)  # the server may run as another user (tests/pg.py)
+    server = start_postgres(tmp)
+    try:
+        template = pg_corpus(server)
+        return [_one_run(workers, llm_port, logs, pg=(server, template)) for workers in WORKERS]
+    finally:
+        stop_postgres(server)
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":

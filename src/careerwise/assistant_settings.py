@@ -15,11 +15,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from sqlalchemy import select
 
+from careerwise.assistants import DEFAULT_ASSISTANT, AssistantStore
 from careerwise.config import Settings
 from careerwise.errors import UserInputError
-from careerwise.store import Assistant, AssistantSetting, Database, SettingsAudit
+from careerwise.store import AssistantSetting, Database, SettingsAudit
 
-DEFAULT_ASSISTANT = "summer"
+__all__ = ["DEFAULT_ASSISTANT", "KEYS", "AssistantSettings", "EffectiveSettings", "SettingsStore"]
 Source = Literal["default", "environment", "database"]
 
 
@@ -40,9 +41,75 @@ class AssistantSettings(BaseModel):
     phase3_max_tokens: int = Field(default=384, ge=16, le=8192)
     phase3_temperature: float = Field(default=0.5, ge=0, le=2)
     max_tool_rounds: int = Field(default=2, ge=1, le=4)
+    llm_provider: str = Field(
+        default="primary",
+        min_length=1,
+        max_length=32,
+        description="Which configured provider answers: primary, fallback or embedded. Addresses and keys "
+        "stay in the configuration; only the name is stored.",
+    )
+    llm_model: str = Field(
+        default="",
+        max_length=200,
+        description="Model name sent to the provider; empty = its configured model.",
+    )
+    turn_deadline: float = Field(default=120.0, gt=0, le=3600, description="Whole-turn deadline, seconds.")
+    deep_step_timeout: float = Field(default=30.0, gt=0, le=3600, description="Each deep-flow step, seconds.")
+    deep_turn_timeout: float = Field(
+        default=75.0, gt=0, le=3600, description="The whole deep attempt, seconds."
+    )
+    deep_agent_temperature: float = Field(default=0.3, ge=0, le=2, description="The complex flow's agents.")
+    deep_merge_temperature: float = Field(default=0.5, ge=0, le=2, description="The complex flow's merge.")
+    # from the assistant's profile (the assistants table, careerwise.assistants), not stored as settings
+    system_prompt: str = Field(default="", description="The persona; empty = the built-in prompts.")
+    knowledge_domains: tuple[str, ...] = Field(default=(), description="Searched domains; empty = all.")
 
 
-KEYS: tuple[str, ...] = tuple(AssistantSettings.model_fields)
+PROFILE_KEYS = ("system_prompt", "knowledge_domains")
+KEYS: tuple[str, ...] = tuple(k for k in AssistantSettings.model_fields if k not in PROFILE_KEYS)
+# the timeouts' defaults depend on the provider (a local model is slower): config.py resolves them
+_RESOLVED = {
+    "turn_deadline": "resolved_turn_deadline",
+    "deep_step_timeout": "resolved_deep_step_timeout",
+    "deep_turn_timeout": "resolved_deep_turn_timeout",
+}
+
+
+def provider_names(config: Settings) -> tuple[str, ...]:
+    """The providers this configuration can reach, by the names the settings use.
+
+    ``primary`` and ``fallback`` are the configured OpenAI-compatible servers; ``embedded`` is the local
+    model, offered when it is the default (no server configured) or its package and weights are installed.
+    """
+    names: list[str] = []
+    if config.llm_base_url:
+        names.append("primary")
+    if config.llm_base_url and config.llm_fallback_base_url:
+        names.append("fallback")
+    if not config.llm_base_url or _embedded_installed(config):
+        names.append("embedded")
+    return tuple(names)
+
+
+def default_provider(config: Settings) -> str:
+    return "primary" if config.llm_base_url else "embedded"
+
+
+def _embedded_installed(config: Settings) -> bool:
+    import importlib.util
+
+    if importlib.util.find_spec("llama_cpp") is None:
+        return False
+    if config.local_model_path is not None:
+        return config.local_model_path.is_file()
+    from careerwise.errors import LLMUnavailableError
+    from careerwise.llm.local import model_part_paths
+
+    try:
+        model_part_paths()
+    except LLMUnavailableError:
+        return False  # not installed: the embedded model is simply not offered
+    return True
 
 
 @dataclass(frozen=True)
@@ -55,11 +122,20 @@ def _environment_values(config: Settings) -> tuple[dict[str, Any], dict[str, Sou
     values: dict[str, Any] = {}
     sources: dict[str, Source] = {}
     for key in KEYS:
-        if key in Settings.model_fields:
+        if key in _RESOLVED:
+            values[key] = getattr(config, _RESOLVED[key])
+            sources[key] = "environment" if key in config.model_fields_set else "default"
+        elif key in Settings.model_fields:
             values[key] = getattr(config, key)
             sources[key] = "environment" if key in config.model_fields_set else "default"
         else:
             sources[key] = "default"
+    values["llm_provider"] = default_provider(config)
+    values.pop(
+        "llm_model", None
+    )  # Settings.llm_model is the primary's model: empty here = the provider's own
+    sources["llm_model"] = "default"
+    sources["llm_provider"] = "environment" if "llm_base_url" in config.model_fields_set else "default"
     return values, sources
 
 
@@ -79,15 +155,24 @@ class SettingsStore:
     def __init__(self, db: Database, config: Settings) -> None:
         self._db = db
         self._config = config
+        self.assistants = AssistantStore(db)
 
     async def ensure_assistant(self, assistant_id: str = DEFAULT_ASSISTANT) -> None:
-        async with self._db.session() as s, s.begin():
-            if await s.get(Assistant, assistant_id) is None:
-                s.add(
-                    Assistant(
-                        id=assistant_id, name="Summer" if assistant_id == DEFAULT_ASSISTANT else assistant_id
-                    )
-                )
+        """Only the default is created on demand; any other assistant must exist (404 otherwise)."""
+        await self.assistants.get(assistant_id)
+
+    async def for_turn(
+        self, assistant_id: str = DEFAULT_ASSISTANT, *, allow_disabled: bool = False
+    ) -> AssistantSettings:
+        """Everything a turn reads about its assistant, fresh: settings plus persona and knowledge
+        domains from the profile. 404 for an unknown assistant, 409 for a disabled one (unless
+        ``allow_disabled``: the dashboard's retrieval test may try out a disabled assistant)."""
+        profiles = self.assistants
+        profile = await (profiles.get(assistant_id) if allow_disabled else profiles.for_turn(assistant_id))
+        values = (await self.effective(assistant_id)).values
+        return values.model_copy(
+            update={"system_prompt": profile.system_prompt, "knowledge_domains": profile.knowledge_domains}
+        )
 
     async def effective(self, assistant_id: str = DEFAULT_ASSISTANT) -> EffectiveSettings:
         values, sources = _environment_values(self._config)
@@ -108,6 +193,11 @@ class SettingsStore:
         if key not in KEYS:
             raise UserInputError(f"unknown setting {key!r}; known: {', '.join(KEYS)}")
         value = _coerce(key, raw_value) if isinstance(raw_value, str) else raw_value
+        if key == "llm_provider" and value not in (names := provider_names(self._config)):
+            raise UserInputError(
+                f"llm_provider {value!r} is not configured here; configured: {', '.join(names)} "
+                "(addresses and keys are set in the configuration, docs/configuration.md)"
+            )
         current = await self.effective(assistant_id)
         try:
             validated = AssistantSettings(**(current.values.model_dump() | {key: value}))

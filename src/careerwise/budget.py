@@ -10,6 +10,7 @@ from zoneinfo import ZoneInfo
 
 from sqlalchemy import select
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from careerwise.errors import RateLimitedError
 from careerwise.store import Database
@@ -47,14 +48,22 @@ class TokenBudget:
             )
 
     async def add(self, key: str, tokens: int) -> None:
+        """Count ``tokens`` in a transaction of its own (the engine counts inside the turn's closing
+        transaction instead: :meth:`add_in`)."""
         if tokens <= 0:
             return
-        day = today()
+        async with self.db.session() as s, s.begin():
+            await self.add_in(s, key, tokens)
+
+    async def add_in(self, session: AsyncSession, key: str, tokens: int) -> None:
+        """Count ``tokens`` inside the caller's open transaction: one upsert, never a conflict (ON
+        CONFLICT adds to the day's row), so it fails only when the whole transaction would."""
+        if tokens <= 0:
+            return
         dialect = postgresql if self.db.is_postgresql else sqlite
-        stmt = dialect.insert(TokenUsage).values(owner=key, day=day, tokens=tokens)
+        stmt = dialect.insert(TokenUsage).values(owner=key, day=today(), tokens=tokens)
         stmt = stmt.on_conflict_do_update(
             index_elements=[TokenUsage.owner, TokenUsage.day],
             set_={"tokens": TokenUsage.tokens + stmt.excluded.tokens},
         )
-        async with self.db.session() as s, s.begin():
-            await s.execute(stmt)
+        await session.execute(stmt)

@@ -20,6 +20,7 @@ from rich.progress import Progress
 
 from careerwise.cli_admin import settings_app, traces_app
 from careerwise.cli_apikeys import apikeys_app
+from careerwise.cli_assistants import assistants_app
 from careerwise.cli_routing import eval_routing, route
 from careerwise.cli_slots import slots_app
 from careerwise.cli_users import users_app
@@ -34,6 +35,7 @@ app = typer.Typer(
 )
 console = Console(stderr=True)
 app.add_typer(settings_app, name="settings")
+app.add_typer(assistants_app, name="assistants")
 app.add_typer(traces_app, name="traces")
 app.add_typer(apikeys_app, name="apikeys")
 app.add_typer(slots_app, name="slots")
@@ -75,7 +77,23 @@ def serve(
         return
     # migrate and ingest once here, so the workers do not race each other through Alembic and the ingest
     asyncio.run(_prepare_store(settings))
+    _share_metrics(settings.data_dir / "metrics")
+    # the workers build their settings from the environment: tell them they are several (shared limits)
+    os.environ["CAREERWISE_SERVE_WORKERS"] = str(workers)
     uvicorn.run("careerwise.app:create_app", factory=True, workers=workers, **common)  # type: ignore[arg-type]
+
+
+def _share_metrics(directory: Path) -> None:
+    """One /metrics for all workers: prometheus_client's multiprocess mode keeps each worker's values in
+    files under ``directory``, which a scrape adds up (tracing/metrics.py). Emptied first, so the counts
+    of an earlier run are not added to this one's. Set here, in the parent, before any worker starts:
+    the workers inherit the environment and prometheus_client reads it when it is imported."""
+    from careerwise.tracing.metrics import MULTIPROC_ENV
+
+    directory.mkdir(parents=True, exist_ok=True)
+    for stale in directory.glob("*.db"):
+        stale.unlink()
+    os.environ[MULTIPROC_ENV] = str(directory)
 
 
 async def _prepare_store(settings: Settings) -> None:

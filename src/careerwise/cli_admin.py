@@ -12,7 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from careerwise.assistant_settings import DEFAULT_ASSISTANT, KEYS, SettingsStore
 from careerwise.config import get_settings
-from careerwise.errors import UserInputError
+from careerwise.errors import NotFoundError, UserInputError
 from careerwise.store import Database, ToolCallRecord, Trace, TraceEvent, TraceSpan
 from careerwise.tracing.export import trace_header
 
@@ -79,7 +79,7 @@ def settings_set(
 
     try:
         asyncio.run(run())
-    except UserInputError as exc:
+    except (UserInputError, NotFoundError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
 
@@ -102,7 +102,7 @@ def settings_reset(
 
     try:
         asyncio.run(run())
-    except UserInputError as exc:
+    except (UserInputError, NotFoundError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
 

@@ -35,6 +35,11 @@ def _cache_dir(settings: Settings) -> Path:
     return settings.data_dir / "cache"
 
 
+def _routing_model(settings: Settings) -> str:
+    """Layer 2's model: the routing setting, else the knowledge base's (the server shares it)."""
+    return settings.routing_embedding_model or settings.embedding_model
+
+
 def _router(settings: Settings, *, no_llm: bool, thresholds: Path | None = None) -> CascadeRouter:
     from careerwise.knowledge.embeddings import make_embedder
     from careerwise.routing.cascade import CascadeRouter
@@ -45,9 +50,13 @@ def _router(settings: Settings, *, no_llm: bool, thresholds: Path | None = None)
         from careerwise.services import make_provider
 
         provider = make_provider(settings)
-    embedder = make_embedder(settings.embedding_model)
+    embedder = make_embedder(_routing_model(settings))
     return CascadeRouter(
-        embedder, provider, load_thresholds(thresholds), no_llm=no_llm, cache_dir=_cache_dir(settings)
+        embedder,
+        provider,
+        load_thresholds(thresholds, model=embedder.name),
+        no_llm=no_llm,
+        cache_dir=_cache_dir(settings),
     )
 
 
@@ -95,6 +104,13 @@ def route(
         Path | None,
         typer.Option("--thresholds", help="Use this thresholds file instead of the packaged one."),
     ] = None,
+    previous: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--previous",
+            help="An earlier user turn of the conversation (repeat, oldest first): the history rule.",
+        ),
+    ] = None,
     fit: Annotated[
         bool, typer.Option("--fit", help="Calibrate the embedding thresholds and write thresholds.json.")
     ] = False,
@@ -119,7 +135,17 @@ def route(
         if fit:
             _fit(settings, messages, out, target_precision)
             return
-        asyncio.run(_route(settings, message, jsonl, as_json=as_json, no_llm=no_llm, thresholds=thresholds))
+        asyncio.run(
+            _route(
+                settings,
+                message,
+                jsonl,
+                as_json=as_json,
+                no_llm=no_llm,
+                thresholds=thresholds,
+                previous=previous or [],
+            )
+        )
     except CareerWiseError as exc:
         console.print(f"[red]{exc}[/red]")
         raise typer.Exit(2) from exc
@@ -133,11 +159,12 @@ async def _route(
     as_json: bool,
     no_llm: bool,
     thresholds: Path | None,
+    previous: list[str],
 ) -> None:
     router = _router(settings, no_llm=no_llm, thresholds=thresholds)
     try:
         if message is not None:
-            decision = await router.route(message)
+            decision = await router.route_in_context(message, previous)
             typer.echo(json.dumps(decision.to_json(), ensure_ascii=False) if as_json else _human(decision))
             return
         assert jsonl is not None
@@ -154,7 +181,7 @@ def _fit(settings: Settings, paths: list[Path] | None, out: Path | None, target_
     from careerwise.routing.evaluation import fit, load_messages
 
     loaded = load_messages(paths)
-    embedder = make_embedder(settings.embedding_model)
+    embedder = make_embedder(_routing_model(settings))
     console.print(f"[dim]{len(loaded)} labelled messages; embedding them with {embedder.name}…[/dim]")
     result = asyncio.run(
         fit(embedder, loaded, cache_dir=_cache_dir(settings), target_precision=target_precision)
@@ -216,6 +243,7 @@ def eval_routing(
     if as_json:
         typer.echo(json.dumps(report.to_json(), ensure_ascii=False, indent=2))
         return
+    typer.echo(f"layer 2: {_routing_model(settings)} embeddings")
     typer.echo(report.format())
     if errors:
         for e in report.errors:

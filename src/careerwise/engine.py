@@ -9,13 +9,13 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
-from sqlalchemy import select
-from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+from sqlalchemy import select, update
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from careerwise import prompts
@@ -29,9 +29,10 @@ from careerwise.errors import (
     UserInputError,
 )
 from careerwise.events import DoneEvent, ErrorEvent, Event, RouteEvent
+from careerwise.flows._resume_context import stored_resume_loader
 from careerwise.flows.base import Flow, FlowContext, FlowOptions, FlowRegistry, TurnState
 from careerwise.llm.types import ChatMessage, LLMProvider
-from careerwise.routing.router import RouteDecision, Router
+from careerwise.routing.router import ContextualRouter, RouteDecision, Router
 from careerwise.store import Conversation, Database, Message, Trace, as_utc
 from careerwise.tools.registry import ToolRegistry
 from careerwise.tracing.llm_calls import ROUTING_SINK, ObservedProvider
@@ -64,6 +65,8 @@ class TurnRequest:
     # a turn whose route and flow are already known (a resume upload): skips the router and the registry
     route: RouteDecision | None = None
     flow: tuple[str, Flow] | None = None
+    # which assistant answers (its persona, knowledge domains, settings); unknown -> 404, disabled -> 409
+    assistant: str = DEFAULT_ASSISTANT
 
     @property
     def budget_owner(self) -> str | None:
@@ -90,7 +93,9 @@ class Engine:
     kb: KnowledgeBase | None = None
     budget: TokenBudget | None = None
     telemetry: Telemetry = field(default_factory=Telemetry)
-    assistant_id: str = DEFAULT_ASSISTANT
+    assistant_id: str = DEFAULT_ASSISTANT  # the default assistant: a request that names none gets her
+    # (provider name, model) -> provider, from the assistant's settings each turn (services.ProviderRegistry)
+    pick_provider: Callable[[str, str], LLMProvider] | None = None
     _running: set[str] = field(default_factory=set)
 
     def validate(self, req: TurnRequest) -> str:
@@ -129,7 +134,9 @@ class Engine:
             for m in reversed(rows)
         ]
 
-    async def _open(self, req: TurnRequest, message: str) -> tuple[Conversation, Message, Message, Trace]:
+    async def _open(
+        self, req: TurnRequest, message: str, *, model: str | None = None
+    ) -> tuple[Conversation, Message, Message, Trace]:
         async with self.db.session() as s, s.begin():
             conv: Conversation | None = None
             if req.conversation_id:
@@ -143,7 +150,7 @@ class Engine:
                     title=message[:60],
                     channel=req.channel,
                     user_id=req.user_id,
-                    assistant_id=self.assistant_id,
+                    assistant_id=req.assistant,
                 )
                 s.add(conv)
                 await s.flush()
@@ -164,8 +171,8 @@ class Engine:
                 user_message_id=user_msg.id,
                 assistant_message_id=asst.id,
                 channel=req.channel,
-                assistant_id=self.assistant_id,
-                model=self.provider.model,
+                assistant_id=req.assistant,
+                model=model or self.provider.model,
             )
             s.add(trace)
             await s.flush()
@@ -201,9 +208,14 @@ class Engine:
         owner = req.budget_owner
         if self.budget is not None and owner is not None:
             await self.budget.check(owner)  # 429 before anything is stored or sent to the model
-        # fresh every turn: no restart needed
-        assistant = (await self.settings_store.effective(self.assistant_id)).values
-        conv, _user_msg, asst, trace = await self._open(req, message)
+        # fresh every turn: no restart needed; an unknown (404) or disabled (409) assistant stores nothing
+        assistant = await self.settings_store.for_turn(req.assistant)
+        provider = (
+            self.pick_provider(assistant.llm_provider, assistant.llm_model)
+            if self.pick_provider
+            else self.provider
+        )
+        conv, _user_msg, asst, trace = await self._open(req, message, model=provider.model)
         self._running.add(conv.id)
         state = TurnState()
         recorder = TraceRecorder(trace.id, started=state.started)
@@ -213,8 +225,8 @@ class Engine:
                 trace_id=trace.id,
                 conversation_id=conv.id,
                 channel=req.channel,
-                assistant_id=self.assistant_id,
-                model=self.provider.model,
+                assistant_id=req.assistant,
+                model=provider.model,
                 started=state.started,
             ),
         )
@@ -224,12 +236,12 @@ class Engine:
         decision = None
         try:
             try:
-                async with asyncio.timeout(self.limits.turn_deadline):
+                async with asyncio.timeout(assistant.turn_deadline):
                     # an open dialogue (a booking half-way: "2", "王小明", "確認") keeps its flow; else route
                     decision = (
                         req.route
                         or await self._continuing(req, conv.id, message)
-                        or await self._route(message, observer)
+                        or await self._route(message, history, observer)
                     )
                     flow_name, flow = req.flow or self.flows.lookup(decision.intent, decision.tier)
                     # the routing record as the router made it: one mapping, no field-by-field copy
@@ -240,7 +252,7 @@ class Engine:
                         message=message,
                         history=history,
                         zh=zh,
-                        provider=ObservedProvider(self.provider, observer.llm_call),
+                        provider=ObservedProvider(provider, observer.llm_call),
                         tools=self.tools,
                         intent=decision.intent,
                         options=self.options.with_assistant(assistant),
@@ -251,12 +263,13 @@ class Engine:
                         user_id=req.user_id,
                         channel=req.channel,
                         turn_id=trace.id,
+                        stored_resume=stored_resume_loader(self.db, req.user_id),
                     )
                     async for event in flow(ctx):
                         observer.observe(event)
                         yield event
             except TimeoutError:
-                exc = LLMTimeoutError(f"the turn took longer than {self.limits.turn_deadline:.0f} s")
+                exc = LLMTimeoutError(f"the turn took longer than {assistant.turn_deadline:.0f} s")
                 log.warning("turn %s: %s", trace.id, exc)
                 status = "error"
                 err = ErrorEvent(code=exc.code, message=prompts.line("llm_timeout", zh), retryable=True)
@@ -297,28 +310,34 @@ class Engine:
             self._running.discard(conv.id)
             try:
                 # shielded: a client that disconnects must still leave a stored, final message and trace
+                # the day's token count rides in the same transaction: one write per turn end, not two
                 await asyncio.shield(
-                    self._close(trace.id, asst.id, recorder, state, status, flow_name, decision)
+                    self._close(
+                        trace.id, asst.id, recorder, state, status, flow_name, spend=self._spend(owner, state)
+                    )
                 )
-                if self.budget is not None and owner is not None:
-                    await asyncio.shield(self._spend(owner, state.prompt_tokens + state.completion_tokens))
             finally:
                 observer.finish(TurnEnd(status=status, flow=flow_name, path=state.path))
 
-    async def _spend(self, owner: str, tokens: int) -> None:
-        assert self.budget is not None
-        try:
-            await self.budget.add(owner, tokens)
-        except SQLAlchemyError:
-            # the answer is already stored; an uncounted turn is logged, not turned into a failed one
-            log.exception("token budget: could not count %d tokens for %s", tokens, owner)
+    def _spend(self, owner: str | None, state: TurnState) -> tuple[str, int] | None:
+        """Whose budget this turn's tokens count against, and how many; None when nothing is counted."""
+        if self.budget is None or owner is None:
+            return None
+        return owner, state.prompt_tokens + state.completion_tokens
 
-    async def _route(self, message: str, observer: TurnObserver) -> RouteDecision:
+    async def _route(self, message: str, history: list[ChatMessage], observer: TurnObserver) -> RouteDecision:
         """Route in a task whose context names this turn's LLM-call sink, so the router's layer-3 call is
-        recorded on the turn and nothing of it outlives the task (tracing/llm_calls.py)."""
+        recorded on the turn and nothing of it outlives the task (tracing/llm_calls.py). A router that
+        can use history gets the earlier user turns: a short follow-up («那薪水呢？») keeps their intent."""
         context = contextvars.copy_context()
         context.run(ROUTING_SINK.set, observer.llm_call)
-        return await asyncio.create_task(self.router.route(message), context=context)
+        previous = [m.content for m in history if m.role == "user"]
+        routing = (
+            self.router.route_in_context(message, previous)
+            if previous and isinstance(self.router, ContextualRouter)
+            else self.router.route(message)
+        )
+        return await asyncio.create_task(routing, context=context)
 
     async def _continuing(self, req: TurnRequest, conversation_id: str, message: str) -> RouteDecision | None:
         if req.conversation_id is None:
@@ -337,38 +356,52 @@ class Engine:
         state: TurnState,
         status: str,
         flow_name: str,
-        decision: object,
+        *,
+        spend: tuple[str, int] | None = None,
     ) -> None:
+        """One write transaction: the answer, the trace, its rows and (``spend``) the day's token count.
+        UPDATEs by primary key rather than loading the two rows first: two fewer round trips a turn
+        through the driver's thread, on an event loop that the burst keeps busy."""
+        route = recorder.route
+        trace_values = {
+            "status": status,
+            "flow": flow_name,
+            "path": state.path,
+            "degraded": bool(recorder.degraded),
+            "error_code": recorder.error.code if recorder.error else None,
+            "duration_ms": round(state.elapsed_ms(), 2),
+            "first_text_ms": round(state.first_text_ms, 2) if state.first_text_ms is not None else None,
+            "timings": {k: round(v, 2) for k, v in state.timings.items()}
+            | {"retries": state.retries, "dropped_text_chars": sum(len(t) for t in state.dropped_text)},
+            "usage": {
+                "prompt_tokens": state.prompt_tokens,
+                "completion_tokens": state.completion_tokens,
+                "llm_calls": state.llm_calls,
+            },
+        } | ({"intent": route.intent, "tier": route.tier} if route is not None else {})
+        no_sync = {"synchronize_session": False}  # nothing of these rows is loaded in this session
         try:
             async with self.db.session() as s, s.begin():
-                asst = await s.get(Message, asst_id)
-                trace = await s.get(Trace, trace_id)
-                assert asst is not None and trace is not None
-                asst.content = recorder.text
-                asst.status = status
-                trace.status = status
-                trace.flow = flow_name
-                if recorder.route is not None:
-                    trace.intent, trace.tier = recorder.route.intent, recorder.route.tier
-                trace.path = state.path
-                trace.degraded = bool(recorder.degraded)
-                trace.error_code = recorder.error.code if recorder.error else None
-                trace.duration_ms = round(state.elapsed_ms(), 2)
-                trace.first_text_ms = (
-                    round(state.first_text_ms, 2) if state.first_text_ms is not None else None
+                stored = await s.execute(
+                    update(Message)
+                    .where(Message.id == asst_id)
+                    .values(content=recorder.text, status=status)
+                    .execution_options(**no_sync)
                 )
-                trace.timings = {k: round(v, 2) for k, v in state.timings.items()} | {
-                    "retries": state.retries,
-                    "dropped_text_chars": sum(len(t) for t in state.dropped_text),
-                }
-                trace.usage = {
-                    "prompt_tokens": state.prompt_tokens,
-                    "completion_tokens": state.completion_tokens,
-                    "llm_calls": state.llm_calls,
-                }
+                await s.execute(
+                    update(Trace)
+                    .where(Trace.id == trace_id)
+                    .values(**trace_values)
+                    .execution_options(**no_sync)
+                )
+                if stored.rowcount != 1:  # type: ignore[attr-defined]
+                    raise LookupError(f"the pending reply {asst_id} is gone")
                 s.add_all(recorder.rows)
                 s.add_all(recorder.tool_calls.values())
                 s.add_all(recorder.spans)
+                if spend is not None and self.budget is not None:
+                    # last, so a row lock on the owner's day (PostgreSQL) is held only until the commit
+                    await self.budget.add_in(s, *spend)
         except Exception:
             log.exception("turn %s: could not store the trace", trace_id)
             raise

@@ -98,7 +98,9 @@ class ReportEvent(_Event):
         default_factory=list, description="Facets shown as having no analysis, e.g. 'market: no_knowledge'."
     )
     dropped_statements: int | None = Field(
-        default=None, description="Merge statements removed before the user saw them (uncited/unsupported)."
+        default=None,
+        description="Statements removed before the user saw them: the merge's uncited/unsupported ones "
+        "(parallel), or the sentences the chain's fact check found no source for (chain).",
     )
     reflection: list[str] | None = Field(
         default=None, description="What the reflection round corrected ([] = reviewed, nothing changed)."
@@ -107,8 +109,21 @@ class ReportEvent(_Event):
 
 class ProgressEvent(_Event):
     type: Literal["progress"] = "progress"
-    stage: Literal["facet_search", "agent_started", "agent_finished", "merge", "chain_step", "reflection"]
+    stage: Literal[
+        "facet_search",
+        "agent_started",
+        "agent_finished",
+        "merge",
+        "chain_step",
+        "reflection",
+        "fact_check",
+        "resume",
+        "waiting",
+    ]
     detail: str | None = None
+    # set on "waiting" (the heartbeat while one LLM step runs): which step, and for how long so far
+    step: str | None = None
+    elapsed_s: float | None = None
 
 
 class DegradedEvent(_Event):

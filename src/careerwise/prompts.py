@@ -72,10 +72,22 @@ def line(key: str, zh: bool) -> str:
     return pair[0] if zh else pair[1]
 
 
-def career_system(zh: bool, today: date | None = None) -> str:
+def career_system(zh: bool, today: date | None = None, *, persona: str = "") -> str:
+    """Summer's prompt, or an assistant's own persona (its profile's system prompt) when it has one."""
     t = (today or date.today()).isoformat()
+    if persona:
+        return persona.replace("{today}", t)  # not str.format: a persona may hold other braces
     return (CAREER_SYSTEM_ZH if zh else CAREER_SYSTEM_EN).format(today=t)
 
 
-def greeting_system(zh: bool) -> str:
+def greeting_system(zh: bool, *, persona: str = "") -> str:
+    if persona:
+        return f"{career_system(zh, persona=persona)}\n\n{_GREETING_TASK[0] if zh else _GREETING_TASK[1]}"
     return GREETING_SYSTEM_ZH if zh else GREETING_SYSTEM_EN
+
+
+_GREETING_TASK = (
+    "這則訊息是打招呼或道謝：用一到兩句回應，並邀請對方說說想聊的問題。",
+    "This message is a greeting or thanks: reply in one or two sentences and invite the person to share "
+    "their question.",
+)

@@ -2,20 +2,27 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import secrets
+import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from careerwise.assistant_settings import SettingsStore
+import httpx
+
+from careerwise.assistant_settings import SettingsStore, default_provider, provider_names
 from careerwise.auth import AccountService
 from careerwise.booking import BookingService
 from careerwise.booking import token_key as booking_token_key
 from careerwise.budget import TokenBudget
 from careerwise.config import Settings
 from careerwise.engine import Engine, EngineLimits
+from careerwise.errors import LLMUnavailableError
 from careerwise.flows import (
     FlowRegistry,
     booking_placeholder_flow,
@@ -23,6 +30,7 @@ from careerwise.flows import (
     resume_placeholder_flow,
     tool_use_flow,
 )
+from careerwise.flows.answer_cache import AnswerCache, cached_flow
 from careerwise.flows.base import FlowOptions
 from careerwise.flows.booking import register_booking_flow
 from careerwise.flows.career_chain import career_chain_flow
@@ -32,65 +40,226 @@ from careerwise.knowledge.embeddings import Embedder
 from careerwise.knowledge.ingest import IngestReport, ingest_paths
 from careerwise.knowledge.service import BUNDLED_CORPUS, KnowledgeBase
 from careerwise.llm.canary import CanaryGuard
-from careerwise.llm.types import LLMProvider
-from careerwise.ratelimit import RateLimiter
+from careerwise.llm.types import CompletionRequest, LLMProvider, StreamChunk
+from careerwise.ratelimit import Limiter, make_limiter
 from careerwise.resume import ExtractLimits, ResumeService
 from careerwise.routing.cascade import CascadeRouter
+from careerwise.routing.embedder import routing_embedder
 from careerwise.routing.router import Router
 from careerwise.store import Database
 from careerwise.tools import SearchKnowledgeTool, ToolRegistry
 from careerwise.tracing.llm_calls import ObservedProvider
 from careerwise.tracing.telemetry import Telemetry
 
+if TYPE_CHECKING:
+    from careerwise.llm.resilience import CircuitBreaker
+
 log = logging.getLogger(__name__)
 
 
 def make_provider(settings: Settings) -> LLMProvider:
-    if settings.llm_base_url:
-        from careerwise.llm.openai_provider import OpenAIProvider
-        from careerwise.llm.resilience import CircuitBreaker, ResilientProvider
+    """The configured default provider, as it ships: the primary server (with its fallback) or the
+    embedded model. Turns get theirs from :class:`ProviderRegistry`, which builds these the same way."""
+    return ProviderRegistry(settings).build(default_provider(settings), "")
 
-        primary = OpenAIProvider(
-            base_url=settings.llm_base_url,
-            api_key=settings.llm_api_key.get_secret_value(),
-            model=settings.llm_model,
-            connect_timeout=settings.llm_connect_timeout,
-            read_timeout=settings.llm_read_timeout,
-        )
-        fallback = (
-            OpenAIProvider(
-                base_url=settings.llm_fallback_base_url,
-                api_key=settings.llm_fallback_api_key.get_secret_value(),
-                model=settings.llm_fallback_model or settings.llm_model,
-                connect_timeout=settings.llm_connect_timeout,
-                read_timeout=settings.llm_read_timeout,
+
+class _Unconfigured:
+    """Stands in for a provider the database names but this configuration does not have (the setting
+    was stored on another machine, or the configuration changed): every call fails loudly, as an
+    ``llm_unavailable`` error on the turn's trace and in the metrics, never a silent switch."""
+
+    def __init__(self, name: str) -> None:
+        self.name, self.model = name, "unconfigured"
+
+    async def aclose(self) -> None:
+        return None
+
+    async def stream(self, request: CompletionRequest) -> AsyncIterator[StreamChunk]:
+        err = LLMUnavailableError(f"the provider {self.name!r} is not configured in this process")
+        err.retryable = False
+        raise err
+        yield  # pragma: no cover - makes this an async generator
+
+
+class ProviderRegistry:
+    """The configured providers by name, each built once per (name, model) and kept for the process.
+
+    The database picks one per assistant (settings ``llm_provider`` and ``llm_model``) and the engine
+    asks here at the start of every turn, so a change applies from the next turn, in every process,
+    without a restart. Addresses and API keys come from the configuration only. The circuit breakers
+    belong to the provider, not the model: a server that is down is down for every model name.
+    """
+
+    def __init__(self, settings: Settings, *, default: LLMProvider | None = None) -> None:
+        self._settings = settings
+        self.default_name = default_provider(settings)
+        self._built: dict[tuple[str, str], LLMProvider] = {}
+        self._breakers: dict[str, CircuitBreaker] = {}
+        self._given = default  # a provider passed in (tests, benchmarks) serves the default selection
+        self._probes: dict[str, tuple[float, dict[str, Any]]] = {}
+        self._probing: dict[str, asyncio.Lock] = {}
+
+    @property
+    def default(self) -> LLMProvider:
+        """The configured default provider (built on first use; the router and /readyz use it too)."""
+        key = (self.default_name, "")
+        if key not in self._built:
+            # every provider carries the system-prompt canary; every answer is scrubbed of it (llm/canary.py)
+            self._built[key] = CanaryGuard(self._given or self.build(self.default_name, ""))
+        return self._built[key]
+
+    def names(self) -> tuple[str, ...]:
+        return provider_names(self._settings)
+
+    def get(self, name: str, model: str = "") -> LLMProvider:
+        """The provider for a turn; ``model`` empty = the provider's configured model."""
+        if name == "embedded" or model == self._configured_model(name):
+            model = ""  # one embedded model per process; the configured name is the provider's default
+        key = (name, model)
+        if key == (self.default_name, ""):
+            return self.default
+        found = self._built.get(key)
+        if found is None:
+            if name not in self.names():
+                log.error("llm: the settings name the provider %r, which is not configured here", name)
+                return CanaryGuard(_Unconfigured(name))
+            found = self._built[key] = CanaryGuard(self.build(name, model))
+            log.info("llm: provider %s with model %s ready", name, found.model)
+        return found
+
+    def _configured_model(self, name: str) -> str:
+        s = self._settings
+        return (s.llm_fallback_model or s.llm_model) if name == "fallback" else s.llm_model
+
+    def _breaker(self, name: str) -> CircuitBreaker:
+        from careerwise.llm.resilience import CircuitBreaker
+
+        if name not in self._breakers:
+            s = self._settings
+            self._breakers[name] = CircuitBreaker(
+                name, threshold=s.llm_breaker_threshold, reset_after=s.llm_breaker_reset_seconds
             )
-            if settings.llm_fallback_base_url
-            else None
-        )
-        breaker = CircuitBreaker(
-            "primary",
-            threshold=settings.llm_breaker_threshold,
-            reset_after=settings.llm_breaker_reset_seconds,
-        )
-        return ResilientProvider(primary, breaker=breaker, fallback=fallback)
-    from careerwise.llm.local import LocalProvider, ensure_model_file
+        return self._breakers[name]
 
-    path = settings.local_model_path or ensure_model_file(settings.data_dir / "models")
-    return LocalProvider(
-        model_path=path,
-        n_ctx=settings.local_n_ctx,
-        n_threads=settings.local_n_threads,
-        convert_zh=settings.zh_variant_conversion,
-    )
+    def _remote(self, name: str, model: str) -> LLMProvider:
+        from careerwise.llm.openai_provider import OpenAIProvider
+
+        s = self._settings
+        base_url, key = (
+            (s.llm_fallback_base_url, s.llm_fallback_api_key)
+            if name == "fallback"
+            else (s.llm_base_url, s.llm_api_key)
+        )
+        assert base_url is not None
+        return OpenAIProvider(
+            base_url=base_url,
+            api_key=key.get_secret_value(),
+            model=model or self._configured_model(name),
+            connect_timeout=s.llm_connect_timeout,
+            read_timeout=s.llm_read_timeout,
+        )
+
+    def build(self, name: str, model: str) -> LLMProvider:
+        """A new, unguarded provider (the caller owns it)."""
+        from careerwise.llm.resilience import ResilientProvider
+
+        s = self._settings
+        if name == "primary":
+            fallback = self._remote("fallback", "") if s.llm_fallback_base_url else None
+            fallback_breaker = self._breaker("fallback") if fallback is not None else None
+            return ResilientProvider(
+                self._remote("primary", model),
+                breaker=self._breaker("primary"),
+                fallback=fallback,
+                fallback_breaker=fallback_breaker,
+            )
+        if name == "fallback":
+            return ResilientProvider(self._remote("fallback", model), breaker=self._breaker("fallback"))
+        from careerwise.llm.local import LocalProvider, ensure_model_file
+
+        path = s.local_model_path or ensure_model_file(s.data_dir / "models")
+        return LocalProvider(
+            model_path=path,
+            n_ctx=s.local_n_ctx,
+            n_threads=s.local_n_threads,
+            convert_zh=s.zh_variant_conversion,
+        )
+
+    async def aclose(self) -> None:
+        for provider in self._built.values():
+            await provider.aclose()
+
+    async def probe(self, name: str, *, seconds: float) -> dict[str, Any]:
+        """Whether the provider answers, cheaply: ``GET {base_url}/models`` (no tokens spent) for a server,
+        loaded-or-not for the embedded model. The result is kept ``readyz_llm_cache_seconds`` and one
+        probe at a time runs per provider, so a readiness poller cannot hammer the provider."""
+        ttl = self._settings.readyz_llm_cache_seconds
+        lock = self._probing.setdefault(name, asyncio.Lock())
+        async with lock:
+            kept = self._probes.get(name)
+            age = time.monotonic() - kept[0] if kept else 0.0
+            if kept is not None and age < ttl:
+                return kept[1] | {"cached": True, "age_s": round(age, 2)}
+            result = await self._probe_now(name, seconds)
+            self._probes[name] = (time.monotonic(), result)
+        return result | {"cached": False, "age_s": 0.0}
+
+    async def _probe_now(self, name: str, seconds: float) -> dict[str, Any]:
+        if name == "embedded":
+            local = _innermost(self.default) if self.default_name == "embedded" else None
+            return {"state": "ok", "loaded": bool(getattr(local, "loaded", False))}
+        s = self._settings
+        base_url, key = (
+            (s.llm_fallback_base_url, s.llm_fallback_api_key)
+            if name == "fallback"
+            else (s.llm_base_url, s.llm_api_key)
+        )
+        if not base_url:
+            return {"state": "failed", "error": f"the provider {name!r} is not configured"}
+        started = time.perf_counter()
+        try:
+            async with httpx.AsyncClient(timeout=seconds) as http:
+                r = await http.get(
+                    base_url.rstrip("/") + "/models",
+                    headers={"Authorization": f"Bearer {key.get_secret_value()}"},
+                )
+        except httpx.HTTPError as exc:
+            log.warning("readyz: the LLM provider %s did not answer: %s: %s", name, type(exc).__name__, exc)
+            return {"state": "failed", "error": f"{type(exc).__name__}: {exc}"}
+        ms = round(1000 * (time.perf_counter() - started), 2)
+        # 401/403: the key is refused, every turn would be too; 5xx: the server is failing. A 404 (a
+        # server without the listing) still proves the server is up and answering.
+        if r.status_code in (401, 403) or r.status_code >= 500:
+            log.warning("readyz: the LLM provider %s answered GET /models with %d", name, r.status_code)
+            return {
+                "state": "failed",
+                "status": r.status_code,
+                "ms": ms,
+                "error": f"GET /models: {r.status_code}",
+            }
+        return {"state": "ok", "status": r.status_code, "ms": ms}
+
+
+def _innermost(provider: object) -> object:
+    """The provider inside its wrappers (canary guard, breaker): each keeps it as ``inner``/``primary``."""
+    for _ in range(8):
+        inner = getattr(provider, "inner", None) or getattr(provider, "primary", None)
+        if inner is None:
+            return provider
+        provider = inner
+    return provider
 
 
 def default_flows(
-    bookings: BookingService | None = None, resumes: ResumeService | None = None
+    bookings: BookingService | None = None,
+    resumes: ResumeService | None = None,
+    answer_cache: AnswerCache | None = None,
 ) -> FlowRegistry:
     flows = FlowRegistry()
     flows.register("greeting", None, "greeting", greeting_flow)
-    flows.register("career", None, "career-simple", tool_use_flow)
+    # the answer cache, when on, sits in front of the simple career flow only (flows/answer_cache.py)
+    simple = cached_flow(tool_use_flow, answer_cache) if answer_cache is not None else tool_use_flow
+    flows.register("career", None, "career-simple", simple)
     flows.register("career", "medium", "career-chain", career_chain_flow)
     flows.register("career", "complex", "career-parallel", parallel_flow)
     if resumes is not None:
@@ -106,18 +275,18 @@ def default_flows(
 
 @dataclass
 class Limiters:
-    """Per-process request limits (a shared store for many processes is the scale issue's job)."""
+    """Per-minute request limits, in the process or in the database (ratelimit.make_limiter)."""
 
-    anonymous_chat: RateLimiter
-    user_chat: RateLimiter
-    login: RateLimiter
+    anonymous_chat: Limiter
+    user_chat: Limiter
+    login: Limiter
 
     @classmethod
-    def from_settings(cls, s: Settings) -> Limiters:
+    def from_settings(cls, s: Settings, db: Database) -> Limiters:
         return cls(
-            anonymous_chat=RateLimiter(s.anonymous_chat_per_minute),
-            user_chat=RateLimiter(s.user_chat_per_minute),
-            login=RateLimiter(s.login_per_minute),
+            anonymous_chat=make_limiter("anonymous_chat", s.anonymous_chat_per_minute, settings=s, db=db),
+            user_chat=make_limiter("user_chat", s.user_chat_per_minute, settings=s, db=db),
+            login=make_limiter("login", s.login_per_minute, settings=s, db=db),
         )
 
 
@@ -149,6 +318,7 @@ class Services:
     bookings: BookingService
     resumes: ResumeService
     limiters: Limiters
+    providers: ProviderRegistry
 
     async def prepare_knowledge(self) -> IngestReport | None:
         """Ingest the bundled corpus when the knowledge base is empty, then load the index."""
@@ -170,7 +340,7 @@ class Services:
         return report
 
     async def aclose(self) -> None:
-        await self.provider.aclose()
+        await self.providers.aclose()  # the default provider among them
         await self.db.dispose()
         self.engine.telemetry.shutdown()
 
@@ -185,9 +355,24 @@ def build_services(
 ) -> Services:
     db = Database(settings.resolved_database_url)
     db.migrate()
-    kb = KnowledgeBase(db, embedder=embedder, embedding_model=settings.embedding_model)
-    # every call carries the system-prompt canary and every answer is scrubbed of it (llm/canary.py)
-    llm = CanaryGuard(provider or make_provider(settings))
+    kb = KnowledgeBase(
+        db,
+        embedder=embedder,
+        embedding_model=settings.embedding_model,
+        query_cache_size=settings.query_embedding_cache_size,
+        retrieval_cache_size=settings.retrieval_cache_size,
+    )
+    answer_cache = (
+        AnswerCache(
+            threshold=settings.answer_cache_threshold,
+            size=settings.answer_cache_size,
+            ttl=settings.answer_cache_ttl,
+        )
+        if settings.answer_cache_threshold > 0
+        else None
+    )
+    providers = ProviderRegistry(settings, default=provider)
+    llm = providers.default
     tools = ToolRegistry()
     tools.register(SearchKnowledgeTool(kb), intents=("career",))
     store = SettingsStore(db, settings)
@@ -202,6 +387,7 @@ def build_services(
         supports_tools=settings.llm_supports_tools,
         deep_step_timeout=settings.resolved_deep_step_timeout,
         deep_turn_timeout=settings.resolved_deep_turn_timeout,
+        deep_heartbeat=settings.deep_heartbeat_interval,
     )
     bookings = BookingService(db, token_key=booking_token_key(session_secret(settings)))
     resumes = ResumeService(
@@ -219,15 +405,16 @@ def build_services(
         tools=tools,
         router=router
         or CascadeRouter(
-            kb.embedder,
+            routing_embedder(settings.routing_embedding_model, kb.embedder),
             ObservedProvider(llm),  # its layer-3 calls land on the routing turn's trace
             no_llm=not settings.routing_llm,
             llm_timeout=settings.routing_llm_timeout,
             cache_dir=settings.data_dir / "cache",
         ),
-        flows=default_flows(bookings, resumes),
+        flows=default_flows(bookings, resumes, answer_cache),
         options=options,
         settings_store=store,
+        pick_provider=providers.get,
         kb=kb,
         budget=budget,
         telemetry=telemetry or Telemetry.from_settings(settings),
@@ -237,6 +424,9 @@ def build_services(
             turn_deadline=settings.resolved_turn_deadline,
         ),
     )
+    engine.telemetry.metrics.watch_caches(kb.cache_stats)
+    if answer_cache is not None:
+        engine.telemetry.metrics.watch_caches(lambda: [answer_cache.stats()])
     accounts = AccountService(db, session_secret(settings), timedelta(days=settings.session_days))
     return Services(
         settings=settings,
@@ -249,5 +439,6 @@ def build_services(
         accounts=accounts,
         bookings=bookings,
         resumes=resumes,
-        limiters=Limiters.from_settings(settings),
+        limiters=Limiters.from_settings(settings, db),
+        providers=providers,
     )

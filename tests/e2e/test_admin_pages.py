@@ -179,3 +179,66 @@ def test_dashboard_pages(
     page.locator("#keys tbody tr button.danger").click()
     expect(page.locator("#keys tbody tr")).to_contain_text("revoked")
     assert problems == []
+
+
+def test_assistants_page(live_server: Callable[..., LiveServer], context: BrowserContext, page: Page) -> None:
+    """List, create (a bad id is explained), edit the persona, disable, and open one's settings."""
+    server = live_server()
+    make_user(server, ADMIN, admin=True)
+    browser_login(context, server, ADMIN)
+    problems = watch_console(page)
+    page.goto(f"{server.url}/admin#assistants")
+    rows = page.locator("#assistants tbody tr")
+    expect(rows).to_have_count(1)
+    expect(rows.first).to_contain_text("Summer")
+    expect(rows.first).to_contain_text("(built-in)")
+
+    form = page.locator("#assistant-form")
+    form.locator("input[name=id]").fill("Coach Li")  # refused by the browser's own check first
+    form.locator("input[name=name]").fill("Li")
+    form.locator('[data-test="save-assistant"]').click()
+    expect(form.locator('[data-test="assistant-error"]')).to_contain_text("lower-case")
+    form.locator("input[name=id]").fill("coach-li")
+    form.locator("input[name=description]").fill("Resume reviews, short and direct")
+    form.locator('input[name=domain][value="resume"]').check()
+    form.locator("textarea[name=system_prompt]").fill(
+        "You are Li, a resume reviewer. Answer in two sentences."
+    )
+    form.locator('[data-test="save-assistant"]').click()
+    expect(rows).to_have_count(2)
+    li = page.locator('#assistants tr[data-assistant="coach-li"]')
+    expect(li).to_contain_text("resume")
+    expect(li).to_contain_text("You are Li")
+    expect(li).to_contain_text(ADMIN)
+
+    # a second one with the same id: the server's 409 is shown
+    form = page.locator("#assistant-form")
+    form.locator("input[name=id]").fill("coach-li")
+    form.locator("input[name=name]").fill("Li again")
+    form.locator('[data-test="save-assistant"]').click()
+    expect(form.locator('[data-test="assistant-error"]')).to_contain_text("already exists")
+
+    li.locator('[data-test="edit"]').click()
+    form = page.locator("#assistant-form")
+    expect(form.locator("input[name=id]")).to_have_attribute("readonly", "")
+    form.locator("input[name=name]").fill("Li Wen")
+    form.locator('[data-test="save-assistant"]').click()
+    expect(li).to_contain_text("Li Wen")
+    li.locator("button.danger").click()  # disable
+    expect(li.locator('[data-test="state"]')).to_have_text("disabled")
+    expect(page.locator('#assistants tr[data-assistant="summer"] button.danger')).to_be_disabled()
+    screenshot(page, "admin-assistants")
+
+    li.locator('[data-test="settings"]').click()
+    expect(page.locator("#assistant")).to_have_value("coach-li")
+    expect(page.locator('#settings-table tr[data-key="llm_provider"] select')).to_have_value("primary")
+    page.locator('#settings-table tr[data-key="llm_model"] input').fill("bigger-model")
+    page.locator('#settings-table tr[data-key="llm_model"] [data-test="save"]').click()
+    expect(page.locator('#settings-table tr[data-key="llm_model"] td.source-database')).to_have_text(
+        "database"
+    )
+    audit = page.locator('#audit [data-test="audit-row"]')
+    expect(audit.first).to_contain_text("llm_model")
+    expect(audit).to_have_count(4)  # created, name, enabled, llm_model: every change of Li's
+    # the taken id's 409, which the console reports; nothing else
+    assert len(problems) == 1 and "409 (Conflict)" in problems[0], problems

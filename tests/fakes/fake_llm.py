@@ -352,6 +352,7 @@ class FakeLLM:
         self._open_streams = 0
         self._max_open_streams = 0
         self._closed_early = 0
+        self._closed_early_at: list[float] = []
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
         self._sock: socket.socket | None = None
@@ -362,6 +363,7 @@ class FakeLLM:
             routes=[
                 Route("/v1/chat/completions", self._chat_completions, methods=["POST"]),
                 Route("/v1/models", self._models, methods=["GET"]),
+                Route("/_fake/stats", self._stats, methods=["GET"]),
             ]
         )
 
@@ -395,6 +397,13 @@ class FakeLLM:
         with self._lock:
             return self._closed_early
 
+    @property
+    def closed_early_at(self) -> list[float]:
+        """``time.monotonic()`` when each early close was seen (system-wide on Linux, so another process
+        on the same host can compare it with its own: bench/disconnect.py does)."""
+        with self._lock:
+            return list(self._closed_early_at)
+
     def script(self, *replies: Reply) -> None:
         """Queue replies; each chat-completions request pops the next one."""
         with self._lock:
@@ -406,6 +415,7 @@ class FakeLLM:
             self._queue.clear()
             self._requests.clear()
             self._closed_early = 0
+            self._closed_early_at.clear()
             self._max_open_streams = self._open_streams
         self.default = text("好的。")
         self.responder = None
@@ -523,6 +533,7 @@ class FakeLLM:
             self._open_streams -= 1
             if early:
                 self._closed_early += 1
+                self._closed_early_at.append(time.monotonic())
 
     async def _sleep(self, seconds: float) -> None:
         """asyncio sleep on the server loop that is cut short (raising _ServerClosing) by stop()."""
@@ -559,6 +570,18 @@ class FakeLLM:
                 "data": [{"id": FAKE_MODEL, "object": "model", "created": 0, "owned_by": "fake"}],
             }
         )
+
+    async def _stats(self, request: Request) -> Response:
+        """The counters, for a fake running in its own process (the benchmarks)."""
+        with self._lock:
+            return JSONResponse(
+                {
+                    "requests": len(self._requests),
+                    "open_streams": self._open_streams,
+                    "closed_early": self._closed_early,
+                    "closed_early_at": list(self._closed_early_at),
+                }
+            )
 
     async def _chat_completions(self, request: Request) -> Response:
         try:

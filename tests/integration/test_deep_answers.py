@@ -7,6 +7,7 @@ Routing is forced to the tier under test; the router's own tier rules are tested
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 from collections.abc import Callable
@@ -27,7 +28,7 @@ from careerwise.events import (
 )
 from careerwise.routing.router import RouteDecision
 from careerwise.services import Services
-from careerwise.store import Chunk, Trace, TraceEvent
+from careerwise.store import Chunk, Resume, Trace, TraceEvent, User
 from tests.conftest import LiveServer, parse_sse, ready
 from tests.fakes.fake_llm import FakeLLM, Reply, error, stall, text
 
@@ -565,3 +566,199 @@ def test_sse_shows_progress_then_the_report_and_full_mode_returns_it_in_one_body
         "行動建議",
     ]
     assert body["answer"] == "" and body["degraded"] == []
+
+
+# --------------------------------------------------------------------------- the chain's fact check
+
+
+async def test_the_chain_drops_a_salary_figure_found_in_no_passage(
+    fake_llm: FakeLLM, make_services: Callable[..., Services]
+) -> None:
+    fake_llm.responder = responder(
+        {
+            "background": text("- 想轉職前端\n- 擔心轉職期間的收入\n搜尋：基本工資 新鮮人 起薪"),
+            "compare": text("- 〔1〕2026 年起基本工資為每月 29,500 元"),
+            "advice": text("先估算轉職期間的生活費。前端新人月薪約 61,234 元，轉職後很快就能回本。"),
+            "reflection": as_json({"corrections": []}),  # the reviewer misses it
+        }
+    )
+    services = services_for(make_services, "medium")
+    events = await run_turn(services, MEDIUM)
+    report = report_of(events)
+    advice = section(report, "個人化建議")
+    assert advice == "先估算轉職期間的生活費。"  # the invented figure's sentence is gone, the rest stays
+    assert "29,500" in section(report, "知識庫比對")
+    assert report.dropped_statements == 1 and report.reflection == []
+    checks = [d for s, d in progress(events) if s == "fact_check"]
+    assert len(checks) == 1 and checks[0] and "dropped 1" in checks[0] and "61234" in checks[0]
+    kinds = [e.type for e in events]
+    assert kinds.index("report") > max(i for i, e in enumerate(events) if isinstance(e, ProgressEvent))
+    async with services.db.session() as s:
+        row = (await s.scalars(select(TraceEvent).where(TraceEvent.type == "report"))).one()
+    assert row.payload["dropped_statements"] == 1
+
+
+# --------------------------------------------------------------------------- the practice coach reads the resume
+
+STORED_RESUME = """王小明
+電話：0912-345-678
+Email: ming@example.com
+經歷：三年 Java 後端工程師，負責訂單系統
+技能：Java、Spring、SQL"""
+OTHER_RESUME = "陳大華\n經歷：十年 COBOL 銀行系統維護"
+
+
+async def _user_with_resume(services: Services, email: str, resume: str | None) -> str:
+    async with services.db.session() as s, s.begin():
+        user = User(email=email, password_hash="x")
+        s.add(user)
+        await s.flush()
+        if resume is not None:
+            # stored as it is (not masked), so the test also shows the flow masks what it reads
+            s.add(
+                Resume(
+                    owner_key=f"user:{user.id}",
+                    user_id=user.id,
+                    version=1,
+                    kind="text",
+                    chars=len(resume),
+                    sha256="0" * 64,
+                    text=resume,
+                )
+            )
+        return str(user.id)
+
+
+async def test_the_practice_coach_reads_the_users_stored_resume_and_only_that_user_s(
+    fake_llm: FakeLLM, make_services: Callable[..., Services]
+) -> None:
+    fake_llm.responder = responder({})
+    services = services_for(make_services, "complex")
+    await ready(services)
+    ming = await _user_with_resume(services, "ming@example.com", STORED_RESUME)
+    await _user_with_resume(services, "hua@example.com", OTHER_RESUME)
+    events = [e async for e in services.engine.run(TurnRequest(message=COMPLEX, user_id=ming))]
+
+    practice = requests_of(fake_llm, "practice")
+    assert len(practice) == 1
+    prompt = practice[0]["messages"][-1]["content"]
+    assert "三年 Java 後端工程師" in prompt and "<<<" in prompt
+    assert "0912" not in prompt and "ming@example.com" not in prompt  # contact details masked
+    assert "COBOL" not in json.dumps(fake_llm.requests, ensure_ascii=False)  # the other user's: never
+    for role in ("market", "growth", "merge"):
+        assert "Java 後端" not in json.dumps(requests_of(fake_llm, role), ensure_ascii=False)
+    used = [d for s, d in progress(events) if s == "resume"]
+    assert len(used) == 1 and used[0] and "practice" in used[0] and "Java" not in used[0]
+    assert report_of(events).path == "parallel" and degraded(events) == []
+    async with services.db.session() as s:
+        rows = (await s.scalars(select(TraceEvent))).all()
+    stored = json.dumps([r.payload for r in rows], ensure_ascii=False)
+    assert "the stored resume is used" in stored and "Java 後端" not in stored  # recorded, never its text
+
+
+async def test_without_a_stored_resume_the_agents_prompts_do_not_change(
+    fake_llm: FakeLLM, make_services: Callable[..., Services]
+) -> None:
+    fake_llm.responder = responder({})
+    services = services_for(make_services, "complex")
+    await ready(services)
+    await _user_with_resume(services, "ming@example.com", STORED_RESUME)
+    nobody = await _user_with_resume(services, "new@example.com", None)
+    as_user = [e async for e in services.engine.run(TurnRequest(message=COMPLEX, user_id=nobody))]
+    with_user = {r: requests_of(fake_llm, r)[0]["messages"] for r in ("market", "growth", "practice")}
+    fake_llm.requests.clear()
+    anonymous = [e async for e in services.engine.run(TurnRequest(message=COMPLEX))]
+    without = {r: requests_of(fake_llm, r)[0]["messages"] for r in ("market", "growth", "practice")}
+    assert with_user == without  # a user without a resume gets exactly the anonymous prompts
+    assert "三年 Java" not in json.dumps(with_user, ensure_ascii=False)
+    assert "履歷（若有）" not in with_user["practice"][0]["content"]
+    for events in (as_user, anonymous):
+        assert not [d for s, d in progress(events) if s == "resume"] and report_of(events).path == "parallel"
+
+
+# --------------------------------------------------------------------------- the heartbeat
+
+
+def _windows(events: list[Any], starts: dict[str, str]) -> dict[str, tuple[int, int]]:
+    """For each step, the index of the progress event that starts it and of the next progress event that
+    is not a beat: its beats must lie in between."""
+    real = [i for i, e in enumerate(events) if isinstance(e, ProgressEvent) and e.stage != "waiting"]
+    out: dict[str, tuple[int, int]] = {}
+    for step, prefix in starts.items():
+        start = next(i for i in real if (events[i].detail or "").startswith(prefix))
+        end = next((i for i in real if i > start), len(events))
+        out[step] = (start, end)
+    return out
+
+
+async def test_a_slow_chain_step_sends_waiting_beats_inside_its_own_window(
+    fake_llm: FakeLLM, make_services: Callable[..., Services]
+) -> None:
+    fake_llm.responder = responder(
+        {
+            "background": text("- 想轉職前端\n搜尋：前端 轉職", first_token_delay=0.5),
+            "compare": text("- 〔1〕前端回饋很快", first_token_delay=0.3),
+            "advice": text("先花兩週試試看。", first_token_delay=0.3),
+            "reflection": as_json({"corrections": []}),
+        }
+    )
+    services = services_for(make_services, "medium", deep_heartbeat_interval=0.05)
+    events = await run_turn(services, MEDIUM)
+    beats = [(i, e) for i, e in enumerate(events) if isinstance(e, ProgressEvent) and e.stage == "waiting"]
+    steps = {e.step for _, e in beats}
+    assert {"chain_background", "chain_compare", "chain_advice"} <= steps
+    windows = _windows(
+        events,
+        {"chain_background": "background", "chain_compare": "compare:", "chain_advice": "advice"},
+    )
+    for i, beat in beats:
+        if beat.step in windows:
+            start, end = windows[beat.step]
+            assert start < i < end, (beat.step, i, start, end)
+    for step in steps:
+        elapsed = [e.elapsed_s or 0 for _, e in beats if e.step == step]
+        assert elapsed == sorted(elapsed)
+    report_at = next(i for i, e in enumerate(events) if isinstance(e, ReportEvent))
+    assert all(i < report_at for i, _ in beats)  # none after the answer
+    assert report_of(events).path == "chain" and events[-1].status == "ok"
+    await asyncio.sleep(0.2)
+    assert not [t for t in asyncio.all_tasks() if t.get_name().startswith("careerwise-heartbeat")]
+
+
+async def test_concurrent_agents_beat_until_each_one_finishes(
+    fake_llm: FakeLLM, make_services: Callable[..., Services]
+) -> None:
+    fake_llm.responder = responder({}, agent_delay=0.5)
+    services = services_for(make_services, "complex", deep_heartbeat_interval=0.05)
+    events = await run_turn(services, COMPLEX)
+    for key in ("market", "growth", "practice"):
+        finished = next(
+            i
+            for i, e in enumerate(events)
+            if isinstance(e, ProgressEvent)
+            and e.stage == "agent_finished"
+            and (e.detail or "").startswith(key)
+        )
+        beats = [i for i, e in enumerate(events) if isinstance(e, ProgressEvent) and e.step == f"agent_{key}"]
+        assert beats and max(beats) < finished
+    assert report_of(events).path == "parallel" and degraded(events) == []
+
+
+def test_a_silent_stream_gets_sse_keepalive_comments_between_whole_frames(
+    fake_llm: FakeLLM, live_server: Callable[..., LiveServer]
+) -> None:
+    fake_llm.responder = responder({}, agent_delay=0.6)
+    # beats off (a long interval): the agents' silence is filled by the transport's comments alone
+    server = live_server(**FAST, sse_keepalive_interval=0.05, deep_heartbeat_interval=3600)
+    server.services.engine.router = FixedRouter("complex")
+    with httpx.Client(base_url=server.url, timeout=30) as c:
+        streamed = c.post("/api/chat", json={"message": COMPLEX})
+    assert streamed.status_code == 200
+    frames = [f for f in streamed.text.split("\n\n") if f.strip()]
+    comments = [f for f in frames if f.startswith(":")]
+    assert comments and set(comments) == {": keep-alive"}
+    events = parse_sse("\n\n".join(f for f in frames if not f.startswith(":")) + "\n\n")
+    names = [name for name, _ in events]
+    assert names[0] == "route" and names[-2:] == ["report", "done"]
+    assert "waiting" not in [data.get("stage") for _, data in events]
+    assert events[-1][1]["status"] == "ok"

@@ -120,6 +120,15 @@ def test_migrations_add_pgvector_column_and_hnsw_index(pg_database: str) -> None
                 )
             )
             assert col_type == f"vector({VECTOR_DIM})"
+            # migration 0013: vectors are stored inline (a scan reads no TOAST), tokens stored at ingest
+            storage = conn.scalar(
+                text(
+                    "SELECT attstorage FROM pg_attribute "
+                    "WHERE attrelid = 'chunks'::regclass AND attname = 'embedding_vec'"
+                )
+            )
+            assert storage == "p"
+            assert conn.scalar(text("SELECT count(*) FROM chunks WHERE lexical_tokens IS NULL")) == 0
             indexdef = conn.scalar(
                 text("SELECT indexdef FROM pg_indexes WHERE indexname = 'ix_chunks_embedding_vec_hnsw'")
             )
@@ -171,6 +180,43 @@ def test_migrations_run_on_an_empty_postgres_database_and_downgrade(pg_empty_dat
     finally:
         engine.dispose()
     command.upgrade(cfg, "head")
+
+
+_STORAGE = text(
+    "SELECT attstorage FROM pg_attribute WHERE attrelid = 'chunks'::regclass AND attname = 'embedding_vec'"
+)
+_HAS_TOKENS = text(
+    "SELECT count(*) FROM information_schema.columns WHERE table_name = 'chunks' AND column_name = 'lexical_tokens'"
+)
+
+
+async def test_upgrading_past_0013_keeps_vectors_and_stores_them_inline(pg_database: str) -> None:
+    """A database from before 0013: vectors TOASTed (EXTENDED), no token column. The upgrade switches
+    the column to PLAIN and rewrites every vector (CAST through real[]), which must not change one."""
+    cfg = _alembic_config(pg_database)
+    await asyncio.to_thread(command.downgrade, cfg, "0012")
+    engine = create_engine(sync_url(pg_database))
+    same = text(
+        "SELECT count(*) FILTER (WHERE embedding_vec = CAST(CAST(embedding_vec AS real[]) AS vector)),"
+        " count(*) FROM chunks"
+    )
+    try:
+        with engine.connect() as conn:
+            assert conn.scalar(_STORAGE) == "x"
+            assert not conn.scalar(_HAS_TOKENS)
+            before = {
+                int(r.id): r.v for r in conn.execute(text("SELECT id, embedding_vec::text AS v FROM chunks"))
+            }
+        await asyncio.to_thread(command.upgrade, cfg, "head")
+        with engine.connect() as conn:
+            assert conn.scalar(_STORAGE) == "p" and conn.scalar(_HAS_TOKENS)
+            after = {
+                int(r.id): r.v for r in conn.execute(text("SELECT id, embedding_vec::text AS v FROM chunks"))
+            }
+            equal, total = conn.execute(same).one()
+        assert len(before) > 100 and after == before and equal == total
+    finally:
+        engine.dispose()
 
 
 async def test_vectors_missing_from_pgvector_are_filled_in_on_load(

@@ -3,6 +3,7 @@ the services' constructor parameters, makes it 503 and shows in ``/metrics``."""
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Iterator, Sequence
 
@@ -168,3 +169,59 @@ def test_a_slow_embedding_model_times_out(
     checks = r.json()["checks"]
     assert checks["embedding"] == {"state": "failed", "error": "no answer within 0.5 s"}
     assert checks["knowledge"]["search"] == {"state": "failed", "error": "no answer within 0.5 s"}
+
+
+def test_readyz_probes_the_provider_and_fails_only_without_a_fallback(
+    live_server: Callable[..., LiveServer],
+) -> None:
+    """A real ``GET /models`` of the provider: up -> ok with its latency; down -> 503 (counted), unless
+    the configured fallback answers; every answer names the process that gave it."""
+    with FakeLLM() as primary, FakeLLM() as fallback:
+        alone = live_server(llm_base_url=primary.base_url, readyz_llm_cache_seconds=0)
+        backed = live_server(
+            llm_base_url=primary.base_url, llm_fallback_base_url=fallback.base_url, readyz_llm_cache_seconds=0
+        )
+        with client(alone) as c:
+            r = c.get("/readyz")
+        assert r.status_code == 200, r.text
+        assert r.json()["pid"] == os.getpid()  # an in-process server: this test's own process
+        llm = r.json()["checks"]["llm"]
+        assert (llm["state"], llm["provider"], llm["probe"]["state"], llm["probe"]["status"]) == (
+            "ok",
+            "primary",
+            "ok",
+            200,
+        )
+        assert llm["probe"]["ms"] >= 0 and llm["probe"]["cached"] is False
+
+        primary.stop()  # the provider is down: connections are refused
+        with client(alone) as c:
+            r = c.get("/readyz")
+        assert r.status_code == 503
+        llm = r.json()["checks"]["llm"]
+        assert llm["state"] == "failed" and llm["probe"]["state"] == "failed"
+        assert "does not answer" in llm["error"] and "ConnectError" in llm["probe"]["error"]
+        m = scrape(alone)
+        assert value(m, "careerwise_ready", check="llm") == 0
+        assert value(m, "careerwise_readiness_failures_total", check="llm") == 1
+
+        with client(backed) as c:
+            r = c.get("/readyz")
+        assert r.status_code == 200, r.text  # down, but the fallback answers in its place
+        llm = r.json()["checks"]["llm"]
+        assert llm["probe"]["state"] == "failed" and llm["fallback_probe"]["state"] == "ok"
+        assert (llm["state"], llm["answering"]) == ("ok", "fallback")
+
+
+def test_the_llm_probe_is_cached_so_pollers_cannot_hammer_the_provider(
+    live_server: Callable[..., LiveServer],
+) -> None:
+    with FakeLLM() as provider:
+        server = live_server(llm_base_url=provider.base_url, readyz_llm_cache_seconds=3600)
+        with client(server) as c:
+            first = c.get("/readyz").json()["checks"]["llm"]["probe"]
+            provider.stop()  # within the cache window the last answer stands; no new request is made
+            second = c.get("/readyz")
+    assert first["state"] == "ok" and first["cached"] is False
+    probe = second.json()["checks"]["llm"]["probe"]
+    assert second.status_code == 200 and probe["cached"] is True and probe["state"] == "ok"

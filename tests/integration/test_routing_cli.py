@@ -42,6 +42,16 @@ def test_route_json_no_llm(route_env: Path, fake_llm: FakeLLM) -> None:
     assert fake_llm.requests == []
 
 
+def test_route_with_previous_turns_applies_the_history_rule(route_env: Path, fake_llm: FakeLLM) -> None:
+    args = ["route", "--json", "--no-llm", "what about in Taipei?"]
+    alone = json.loads(CliRunner().invoke(app, args).stdout)
+    result = CliRunner().invoke(app, [*args, "--previous", "how do I prepare for interviews"])
+    assert result.exit_code == 0, result.output
+    record = json.loads(result.stdout)
+    assert (record["intent"], record["tier"], record["layer"]) == ("career", "simple", "history")
+    assert alone["layer"] != "history" and fake_llm.requests == []
+
+
 def test_route_plain_shows_the_rule(route_env: Path) -> None:
     result = CliRunner().invoke(app, ["route", "--no-llm", "我想預約諮詢"])
     assert result.exit_code == 0, result.output

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 import pytest
+from sqlalchemy import event
 
 from careerwise.budget import TokenBudget
 from careerwise.engine import TurnRequest
@@ -62,3 +63,35 @@ async def test_zero_means_no_budget(make_services: Callable[..., Services]) -> N
     await budget.add("ip:1.2.3.4", 10**9)
     await budget.check("ip:1.2.3.4")
     assert await budget.used("ip:1.2.3.4") == 10**9
+
+
+async def test_a_turn_counts_its_tokens_in_the_transaction_that_stores_its_answer(
+    make_services: Callable[..., Services], fake_llm: FakeLLM
+) -> None:
+    """One write at the end of a turn, not two: the count cannot be lost while the answer is kept (or the
+    other way round), and the burst has one transaction fewer to queue per turn (docs/benchmarks.md)."""
+    services = await ready(make_services(daily_token_budget=1000))
+    fake_llm.responder = lambda body: _answer()
+    log: list[tuple[int, str]] = []  # (connection, statement or COMMIT), in order
+
+    def on_statement(conn: object, _cursor: object, statement: str, *_args: object) -> None:
+        log.append((id(conn), statement.strip().split("\n")[0][:40].upper()))
+
+    def on_commit(conn: object) -> None:
+        log.append((id(conn), "COMMIT"))
+
+    engine = services.db.engine.sync_engine
+    event.listen(engine, "before_cursor_execute", on_statement)
+    event.listen(engine, "commit", on_commit)
+    try:
+        [e async for e in services.engine.run(TurnRequest(message="面試怎麼準備", user_id="u1"))]
+    finally:
+        event.remove(engine, "before_cursor_execute", on_statement)
+        event.remove(engine, "commit", on_commit)
+    assert services.engine.budget is not None and await services.engine.budget.used("user:u1") == 40
+    closing = next(i for i, (_, sql) in enumerate(log) if sql.startswith("UPDATE MESSAGES SET CONTENT"))
+    conn = log[closing][0]
+    rest = [sql for c, sql in log[closing:] if c == conn]
+    counted = next(i for i, sql in enumerate(rest) if sql.startswith("INSERT INTO TOKEN_USAGE"))
+    assert "COMMIT" not in rest[:counted]  # the count is written before the answer's transaction commits
+    assert sum(sql.startswith("INSERT INTO TOKEN_USAGE") for _, sql in log) == 1

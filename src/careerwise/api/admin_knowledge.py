@@ -245,7 +245,7 @@ async def retrieval_test(body: RetrievalTest, services: ServicesDep) -> dict[str
     tool = services.tools.get(SEARCH_TOOL)
     if tool is None:
         raise NotFoundError(f"the {SEARCH_TOOL} tool is not registered")
-    settings = (await services.assistant_settings.effective(body.assistant_id)).values
+    settings = await services.assistant_settings.for_turn(body.assistant_id, allow_disabled=True)  # + domains
     arguments: dict[str, Any] = {"query": body.query}
     if body.top_k is not None:
         arguments["top_k"] = body.top_k

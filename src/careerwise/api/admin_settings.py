@@ -13,58 +13,25 @@ from fastapi import Query
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import func, select
 
+from careerwise.api import admin_assistants
 from careerwise.api.admin_common import admin_router
 from careerwise.api.auth import AdminUser
 from careerwise.api.deps import ServicesDep
-from careerwise.assistant_settings import DEFAULT_ASSISTANT, KEYS, AssistantSettings
+from careerwise.assistant_settings import KEYS, AssistantSettings
+from careerwise.assistants import AssistantProfile
 from careerwise.channels.apikeys import create_key, list_keys, revoke_key
-from careerwise.errors import NotFoundError
 from careerwise.services import Services
-from careerwise.store import ApiKey, Assistant, AssistantSetting, SettingsAudit, Trace, as_utc
+from careerwise.store import ApiKey, SettingsAudit, as_utc
 
 router = admin_router("admin: assistants")
 
 
-async def known_assistant(services: Services, assistant_id: str) -> Assistant:
-    """The assistant row; Summer's is created on first use (she ships), any other must exist."""
-    await services.assistant_settings.ensure_assistant(DEFAULT_ASSISTANT)
-    async with services.db.session() as s:
-        found = await s.get(Assistant, assistant_id)
-    if found is None:
-        raise NotFoundError(f"no assistant {assistant_id!r}")
-    return found
+router.include_router(admin_assistants.router)  # list / create / update the assistants themselves
 
 
-@router.get("/assistants")
-async def assistants(services: ServicesDep) -> dict[str, Any]:
-    await services.assistant_settings.ensure_assistant(DEFAULT_ASSISTANT)
-    async with services.db.session() as s:
-        rows = (await s.scalars(select(Assistant).order_by(Assistant.created_at, Assistant.id))).all()
-        overrides = dict(
-            (
-                await s.execute(
-                    select(AssistantSetting.assistant_id, func.count()).group_by(
-                        AssistantSetting.assistant_id
-                    )
-                )
-            ).all()
-        )
-        turns = dict(
-            (await s.execute(select(Trace.assistant_id, func.count()).group_by(Trace.assistant_id))).all()
-        )
-    return {
-        "assistants": [
-            {
-                "id": a.id,
-                "name": a.name,
-                "created_at": as_utc(a.created_at).isoformat(),
-                "overrides": int(overrides.get(a.id, 0)),
-                "turns": int(turns.get(a.id, 0)),
-                "serving": a.id == services.engine.assistant_id,
-            }
-            for a in rows
-        ]
-    }
+async def known_assistant(services: Services, assistant_id: str) -> AssistantProfile:
+    """The assistant's profile; Summer's is created on first use (she ships), any other must exist (404)."""
+    return await services.assistant_settings.assistants.get(assistant_id)
 
 
 def _field_info(key: str) -> dict[str, Any]:
@@ -86,12 +53,11 @@ def _field_info(key: str) -> dict[str, Any]:
 async def _settings_view(services: Services, assistant_id: str) -> dict[str, Any]:
     eff = await services.assistant_settings.effective(assistant_id)
     values = eff.values.model_dump()
-    return {
-        "assistant_id": assistant_id,
-        "settings": [
-            {"key": k, "value": values[k], "source": eff.sources[k], **_field_info(k)} for k in KEYS
-        ],
-    }
+    rows = [{"key": k, "value": values[k], "source": eff.sources[k], **_field_info(k)} for k in KEYS]
+    for row in rows:
+        if row["key"] == "llm_provider":  # the providers this configuration has, by name (no secrets)
+            row["choices"] = list(services.providers.names())
+    return {"assistant_id": assistant_id, "settings": rows}
 
 
 @router.get("/assistants/{assistant_id}/settings")

@@ -97,7 +97,7 @@ def _set_cookie(response: Response, request: Request, value: str, max_age: int) 
 
 @router.post("/api/auth/signup", status_code=201)
 async def signup(body: SignUp, request: Request, response: Response, services: ServicesDep) -> UserOut:
-    services.limiters.login.hit(client_ip(request), "sign-up and log-in attempts")
+    await services.limiters.login.hit(client_ip(request), "sign-up and log-in attempts")
     user = await services.accounts.create_user(
         email=body.email, password=body.password, display_name=body.display_name
     )
@@ -108,7 +108,7 @@ async def signup(body: SignUp, request: Request, response: Response, services: S
 
 @router.post("/api/auth/login")
 async def login(body: Credentials, request: Request, response: Response, services: ServicesDep) -> UserOut:
-    services.limiters.login.hit(client_ip(request), "sign-up and log-in attempts")
+    await services.limiters.login.hit(client_ip(request), "sign-up and log-in attempts")
     user = await services.accounts.authenticate(email=body.email, password=body.password)
     # a new session on every log-in: a cookie planted before log-in is never promoted (session fixation)
     await services.accounts.close_session(request.cookies.get(COOKIE))

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
+from careerwise.api._sse import sse_with_keepalive
 from careerwise.api.auth import OptionalUser, client_ip
 from careerwise.api.deps import ServicesDep
 from careerwise.engine import HistoryItem, TurnRequest
@@ -45,6 +46,9 @@ class ChatIn(BaseModel):
     history: Annotated[list[HistoryIn], Field(max_length=200)] = Field(default_factory=list)
     mode: Literal["stream", "full"] = "stream"
     conversation_id: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{32}$")] | None = None
+    assistant: Annotated[str, StringConstraints(max_length=64)] = Field(
+        default="summer", description="Which assistant answers; unknown: 404, disabled: 409."
+    )
 
     @field_validator("message")
     @classmethod
@@ -111,6 +115,7 @@ def _turn(body: ChatIn, user: User | None, ip: str) -> TurnRequest:
         conversation_id=body.conversation_id,
         user_id=user.id if user else None,
         budget_key=None if user else f"ip:{ip}",
+        assistant=body.assistant,
     )
 
 
@@ -123,9 +128,9 @@ async def chat(
     body: ChatIn, request: Request, services: ServicesDep, user: OptionalUser
 ) -> StreamingResponse | JSONResponse:
     if user is None:
-        services.limiters.anonymous_chat.hit(client_ip(request), "messages without an account")
+        await services.limiters.anonymous_chat.hit(client_ip(request), "messages without an account")
     else:
-        services.limiters.user_chat.hit(user.id, "messages")
+        await services.limiters.user_chat.hit(user.id, "messages")
     gen = services.engine.run(_turn(body, user, client_ip(request)))
     # the first event comes after validation and storage: input errors become 4xx before any byte is sent
     first = await gen.__anext__()
@@ -137,8 +142,8 @@ async def chat(
 
     async def stream() -> AsyncIterator[bytes]:
         yield event_to_sse(first)
-        async for e in gen:
-            yield event_to_sse(e)
+        async for frame in sse_with_keepalive(gen, services.settings.sse_keepalive_interval):
+            yield frame
 
     return StreamingResponse(
         stream(),

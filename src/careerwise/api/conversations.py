@@ -100,9 +100,11 @@ async def create_conversation(
     """An empty conversation, so the page knows its id before the first answer starts (a stopped first
     answer still leaves the conversation where the page can find it)."""
     if user is None:
-        services.limiters.anonymous_chat.hit(f"new-conversation:{client_ip(request)}", "new conversations")
+        await services.limiters.anonymous_chat.hit(
+            f"new-conversation:{client_ip(request)}", "new conversations"
+        )
     else:
-        services.limiters.user_chat.hit(f"new-conversation:{user.id}", "new conversations")
+        await services.limiters.user_chat.hit(f"new-conversation:{user.id}", "new conversations")
     conv = Conversation(title=body.title.strip()[:200], channel=WEB, user_id=user.id if user else None)
     async with services.db.session() as s, s.begin():
         s.add(conv)

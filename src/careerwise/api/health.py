@@ -3,14 +3,16 @@
 ``/readyz`` runs real probes, each under ``CAREERWISE_READYZ_TIMEOUT``: the database answers ``SELECT 1``,
 the embedding model embeds a short string (past the query cache), and the knowledge index answers a real
 search. Any failed check makes the answer 503; each is logged and counted in ``/metrics``
-(``careerwise_readiness_failures_total``, ``careerwise_ready``). The LLM provider is reported, not called:
-a probe would spend the provider's tokens on every poll.
+(``careerwise_readiness_failures_total``, ``careerwise_ready``). The LLM provider is probed without a
+completion (which would spend tokens on every poll): ``GET {base_url}/models``, its result cached
+``CAREERWISE_READYZ_LLM_CACHE_SECONDS``; the answer names the process (``pid``) that gave it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -62,7 +64,8 @@ async def _embedding(services: Services) -> dict[str, Any]:
 
 
 async def _search(services: Services) -> dict[str, Any]:
-    result = await services.kb.search(PROBE_TEXT, top_k=1, candidates=4)
+    # past the retrieval cache: a cached result would report a broken index as ready
+    result = await services.kb.search(PROBE_TEXT, top_k=1, candidates=4, cached=False)
     return {"backend": services.kb.backend, "hits": len(result.hits)}
 
 
@@ -84,27 +87,41 @@ async def _knowledge(services: Services, seconds: float) -> dict[str, Any]:
     return check
 
 
-def _llm(services: Services) -> dict[str, Any]:
-    """The provider is not called here (a completion per probe would cost tokens and seconds); its
-    circuit breaker says whether calls are going through. Open without a fallback: not ready."""
+async def _llm(services: Services, seconds: float) -> dict[str, Any]:
+    """A cheap, real probe of the provider (``GET /models``, cached a few seconds; the embedded model:
+    loaded or not) plus its circuit breaker. Failed only when the provider is down (its probe fails or
+    its breaker is open) and no fallback is up to answer in its place."""
+    registry = services.providers
     check: dict[str, Any] = {
         "state": "ok",
-        "provider": services.provider.name,
+        "provider": registry.default_name,
         "model": services.provider.model,
+        "probe": await registry.probe(registry.default_name, seconds=seconds),
     }
     resilient = _find(services.provider, ResilientProvider)
-    if resilient is None:
+    down = check["probe"]["state"] != "ok"
+    if resilient is not None:
+        check["breaker"] = resilient.breaker.state
+        down = down or resilient.breaker.state == "open"
+    if not down:
         return check
-    check["breaker"] = resilient.breaker.state
-    if resilient.breaker.state == "open":
-        if resilient.fallback is None:
-            check["state"] = "failed"
-            check["error"] = (
-                f"the provider failed {resilient.breaker.threshold} times in a row; calls resume in "
-                f"{resilient.breaker.retry_in():.0f} s"
-            )
-        else:
-            check["fallback"] = resilient.fallback.model
+    if resilient is not None and resilient.fallback is not None:
+        fallback_probe = await registry.probe("fallback", seconds=seconds)
+        check["fallback"] = resilient.fallback.model
+        check["fallback_probe"] = fallback_probe
+        fallback_open = resilient.fallback_breaker is not None and resilient.fallback_breaker.state == "open"
+        if fallback_probe["state"] == "ok" and not fallback_open:
+            check["answering"] = "fallback"
+            return check
+    check["state"] = "failed"
+    if resilient is not None and resilient.breaker.state == "open":
+        check["error"] = (
+            f"the provider failed {resilient.breaker.threshold} times in a row; calls resume in "
+            f"{resilient.breaker.retry_in():.0f} s"
+        )
+    else:
+        check["error"] = f"the provider does not answer: {check['probe'].get('error', 'unknown')}"
+    log.warning("readyz: the LLM provider is down and no fallback answers: %s", check["error"])
     return check
 
 
@@ -126,12 +143,14 @@ async def readyz(services: ServicesDep) -> JSONResponse:
         "database": await _probe("the database", timeout, lambda: _database(services)),
         "knowledge": await _knowledge(services, timeout),
         "embedding": await _probe("the embedding model", timeout, lambda: _embedding(services)),
-        "llm": _llm(services),
+        "llm": await _llm(services, timeout),
     }
     metrics = services.engine.telemetry.metrics
     for name, check in checks.items():
         metrics.readiness(name, ok=check["state"] == "ok")
     ok = all(c["state"] == "ok" for c in checks.values())
+    # per process: with several workers, the pid says which one answered (each has its own index, breaker)
     return JSONResponse(
-        {"status": "ok" if ok else "failed", "checks": checks}, status_code=200 if ok else 503
+        {"status": "ok" if ok else "failed", "pid": os.getpid(), "checks": checks},
+        status_code=200 if ok else 503,
     )

@@ -226,9 +226,9 @@ async def upload_resume(
     stream: Annotated[bool, Query(description="1: Server-Sent Events instead of one JSON body")] = False,
 ) -> StreamingResponse | JSONResponse:
     if user is None:
-        services.limiters.anonymous_chat.hit(client_ip(request), "messages without an account")
+        await services.limiters.anonymous_chat.hit(client_ip(request), "messages without an account")
     else:
-        services.limiters.user_chat.hit(user.id, "messages")
+        await services.limiters.user_chat.hit(user.id, "messages")
     upload = await read_upload(request, services, user)
     items = services.resumes.review_upload(services.engine, upload)
     first = await items.__anext__()  # extraction errors are raised here, before any byte is sent

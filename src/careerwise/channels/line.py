@@ -25,19 +25,8 @@ import uuid
 from collections import deque
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
-import aiohttp
-from linebot.v3.messaging import (
-    AsyncApiClient,
-    AsyncMessagingApi,
-    Configuration,
-    PushMessageRequest,
-    ReplyMessageRequest,
-    ShowLoadingAnimationRequest,
-    TextMessage,
-)
-from linebot.v3.messaging.exceptions import ApiException
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
@@ -49,6 +38,12 @@ from careerwise.engine import Engine, TurnRequest
 from careerwise.errors import ConversationBusyError, NotFoundError, RateLimitedError, UserInputError
 from careerwise.events import Event
 from careerwise.store import Database, LineEventRecord, LineUser
+
+if TYPE_CHECKING:
+    from linebot.v3.messaging import TextMessage
+
+# The LINE SDK (and aiohttp under it) is imported where it is used, not here: it is about 38 MB of
+# resident memory that a serving process without a LINE channel configured never needs (docs/benchmarks.md).
 
 log = logging.getLogger(__name__)
 
@@ -194,6 +189,8 @@ def _job_for(event: WebhookEvent) -> _Job | None:
 
 
 def _describe(exc: BaseException) -> str:
+    from linebot.v3.messaging.exceptions import ApiException
+
     if isinstance(exc, ApiException):
         return f"HTTP {exc.status}: {str(exc.body or exc.reason)[:300]}"
     return f"{type(exc).__name__}: {exc}"
@@ -224,6 +221,8 @@ class LineChannel:
         self.loading_after = loading_after
         self.request_timeout = request_timeout
         self.shutdown_timeout = shutdown_timeout or engine.limits.turn_deadline + 30
+        from linebot.v3.messaging import AsyncApiClient, AsyncMessagingApi, Configuration
+
         self._client = AsyncApiClient(Configuration(host=api_base_url.rstrip("/"), access_token=access_token))
         self.api = AsyncMessagingApi(self._client)
         self._queues: dict[str, deque[_Job]] = {}
@@ -406,6 +405,10 @@ class LineChannel:
 
     async def _loading_later(self, user_id: str) -> None:
         """After ``loading_after`` seconds without an answer, show the chat's loading animation."""
+        import aiohttp
+        from linebot.v3.messaging import ShowLoadingAnimationRequest
+        from linebot.v3.messaging.exceptions import ApiException
+
         await asyncio.sleep(self.loading_after)
         try:
             await self.api.show_loading_animation(
@@ -418,6 +421,10 @@ class LineChannel:
     # ---- sending
 
     async def _deliver(self, event: WebhookEvent, chat_key: str, texts: list[str]) -> str:
+        import aiohttp
+        from linebot.v3.messaging import ReplyMessageRequest, TextMessage
+        from linebot.v3.messaging.exceptions import ApiException
+
         messages = [TextMessage(text=t) for t in texts[:MESSAGES_PER_REPLY]]
         if event.replyToken:
             try:
@@ -434,6 +441,10 @@ class LineChannel:
 
     async def _push(self, to: str, messages: list[TextMessage], attempts: int = 3) -> None:
         """Push with one retry key for every attempt, so a retried push is delivered at most once."""
+        import aiohttp
+        from linebot.v3.messaging import PushMessageRequest
+        from linebot.v3.messaging.exceptions import ApiException
+
         retry_key = str(uuid.uuid4())
         last: BaseException | None = None
         for attempt in range(attempts):

@@ -3,11 +3,12 @@
 * ``ask_text`` / ``ask_json``: one LLM step, non-streamed (the provider's stream collected), under the
   step deadline of a :class:`Budget`; ``ask_json`` extracts a JSON object, validates it with a Pydantic
   model and retries once with the validation error. A step that cannot give a usable result raises
-  :class:`StepFailed` with a stable ``code``.
+  :class:`StepFailed` with a stable ``code``. Given ``emit``, a step sends a ``waiting`` progress event
+  every ``deep_heartbeat`` seconds while it runs (:func:`heartbeat`).
 * :func:`pump`: runs an orchestration coroutine as a task and yields the events it emits as they come,
   so a flow can report progress while agents run concurrently (and cancels the task if the client goes).
-* :func:`unsupported`: the merge/reflection guard: numbers and named tokens of a statement must appear in
-  the texts it rests on.
+* :func:`unsupported`: the merge/reflection guard: numbers, named tokens and titles of a statement must
+  appear in the texts it rests on (read by ``_facts``, which the chain's fact check shares).
 * :func:`simple_or_excerpts` / :func:`excerpts`: the bottom of the degradation ladder.
 """
 
@@ -21,13 +22,15 @@ import re
 import time
 import unicodedata
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from careerwise.errors import LLMError, LLMTimeoutError, LLMUnavailableError
-from careerwise.events import DegradedEvent, Event, ReportEvent, ReportSection, Source
+from careerwise.events import DegradedEvent, Event, ProgressEvent, ReportEvent, ReportSection, Source
+from careerwise.flows import _facts
 from careerwise.flows.base import FlowContext
 from careerwise.flows.tool_use import tool_use_flow
 from careerwise.knowledge.index import Hit
@@ -97,6 +100,42 @@ async def complete(ctx: FlowContext, request: CompletionRequest) -> str:
     return "".join(parts)
 
 
+HEARTBEAT_TASK = "careerwise-heartbeat"  # the name prefix of the heartbeat tasks (tests look for leftovers)
+
+
+@asynccontextmanager
+async def heartbeat(emit: Emit | None, step: str, interval: float) -> AsyncIterator[None]:
+    """While the body runs, a ``progress`` event (stage ``waiting``, the step, the seconds so far) every
+    ``interval`` seconds, so a long LLM call (40-60 s on the embedded model) does not leave the stream
+    silent. The beat is cancelled and awaited before the body's caller goes on, so no beat can follow
+    (or be reordered after) the step's own events; nothing is left running when the step ends, fails or
+    is cancelled."""
+    if emit is None or interval <= 0:
+        yield
+        return
+    started = time.monotonic()
+
+    async def beat() -> None:
+        while True:
+            await asyncio.sleep(interval)
+            elapsed = time.monotonic() - started
+            emit(
+                ProgressEvent(
+                    stage="waiting",
+                    detail=f"{step}: {elapsed:.0f} s",
+                    step=step,
+                    elapsed_s=round(elapsed, 1),
+                )
+            )
+
+    task = asyncio.create_task(beat(), name=f"{HEARTBEAT_TASK}:{step}")
+    try:
+        yield
+    finally:
+        task.cancel()  # suspended in its sleep: it cannot emit again
+        await asyncio.wait({task})  # gone before the caller emits its next event (never swallows a cancel)
+
+
 def _failure(exc: LLMError) -> StepFailed:
     if isinstance(exc, LLMTimeoutError):
         return StepFailed("timeout", str(exc))
@@ -115,13 +154,18 @@ async def _attempts(
     label: str,
     accept: Callable[[str], object],
     note: Callable[[str], str],
+    emit: Emit | None = None,
 ) -> object:
     """Up to two attempts of one step under one step deadline. ``accept`` turns the reply into the
-    result or raises ``ValueError`` (the reason goes back to the model once)."""
+    result or raises ``ValueError`` (the reason goes back to the model once). With ``emit``, a heartbeat
+    reports the step as waiting every ``deep_heartbeat`` seconds while it runs."""
     started = time.perf_counter()
     conversation = list(messages)
     try:
-        async with asyncio.timeout(budget.step_timeout()):
+        async with (
+            heartbeat(emit, label, ctx.options.deep_heartbeat),
+            asyncio.timeout(budget.step_timeout()),
+        ):
             attempt = 0
             while True:
                 attempt += 1
@@ -185,6 +229,7 @@ async def ask_text(
     max_tokens: int,
     budget: Budget,
     label: str,
+    emit: Emit | None = None,
 ) -> str:
     result = await _attempts(
         ctx,
@@ -193,6 +238,7 @@ async def ask_text(
         max_tokens=max_tokens,
         budget=budget,
         label=label,
+        emit=emit,
         accept=_non_empty,
         note=_text_note,
     )
@@ -209,6 +255,7 @@ async def ask_json(
     max_tokens: int,
     budget: Budget,
     label: str,
+    emit: Emit | None = None,
 ) -> T:
     def accept(reply: str) -> T:
         return parse_model(model, reply)
@@ -220,6 +267,7 @@ async def ask_json(
         max_tokens=max_tokens,
         budget=budget,
         label=label,
+        emit=emit,
         accept=accept,
         note=_json_note,
     )
@@ -462,54 +510,17 @@ def situation_keywords(message: str, zh: bool, *, limit: int = 40) -> str:
 
 # --------------------------------------------------------------------------- the guard
 
-_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 _LIST_MARK = re.compile(r"^\s*(?:\d{1,2}[.)、]\s+|[-*・•]\s*)")
 _HAN = re.compile(r"[\u3400-\u9fff]")
 _HAN_RUN = re.compile(r"[\u3400-\u9fff]+")
+# the numbers and names a statement asserts, read the same way by the merge guard and the chain's check
+numbers = _facts.numbers
+named_tokens = _facts.named_tokens
+_latin_words = _facts.latin_words
 
 
 def _norm(text: str) -> str:
     return unicodedata.normalize("NFKC", text)
-
-
-def numbers(text: str) -> set[str]:
-    """Numbers in ``text``, thousands separators removed (29,500 and 29500 are the same number)."""
-    out: set[str] = set()
-    for m in _NUMBER.findall(_norm(text)):
-        value = re.sub(r",(?=\d{3}\b)", "", m).rstrip(".,")
-        out.add(value)
-    return out
-
-
-def _latin_words(text: str) -> list[tuple[str, bool]]:
-    """(word, sentence-initial) for every Latin word."""
-    out: list[tuple[str, bool]] = []
-    for m in _EN_WORD.finditer(text):
-        before = text[: m.start()].rstrip()
-        out.append((m.group().rstrip(".'-"), not before or before[-1] in '.!?:;"(「『'))
-    return out
-
-
-def named_tokens(text: str) -> set[str]:
-    """Tokens that name something: in Chinese text every Latin word of 2+ letters (React, LinkedIn, AWS);
-    in English text capitalised words not starting a sentence, acronyms, and words with digits or +/#."""
-    text = _norm(_LIST_MARK.sub("", text))
-    out: set[str] = set()
-    han = bool(_HAN.search(text))
-    for word, initial in _latin_words(text):
-        if len(word) < 2:
-            continue
-        if han or (
-            (word[0].isupper() and not initial and word != "I")
-            or word.isupper()
-            or re.search(r"[\d+#]", word)
-        ):
-            out.add(word.lower())
-    return out
-
-
-def _all_latin(texts: Iterable[str]) -> set[str]:
-    return {w.lower() for t in texts for w, _ in _latin_words(_norm(t))}
 
 
 def _bigrams(text: str) -> set[str]:
@@ -546,14 +557,9 @@ def unsupported(statement: str, cited: Sequence[str], allowed: Sequence[str]) ->
     agents' chunks, the user's own message); and the statement must share some wording with ``cited``.
     """
     body = _LIST_MARK.sub("", statement)
-    pool = [*cited, *allowed]
-    known_numbers = set().union(*(numbers(t) for t in pool)) if pool else set()
-    extra_numbers = sorted(numbers(body) - known_numbers)
-    if extra_numbers:
-        return f"numbers not in its sources: {', '.join(extra_numbers)}"
-    extra_names = sorted(named_tokens(body) - _all_latin(pool))
-    if extra_names:
-        return f"names not in its sources: {', '.join(extra_names)}"
+    problem = _facts.unsupported_claim(body, [*cited, *allowed])
+    if problem is not None:
+        return problem
     share = overlap(body, cited)
     if share is not None and share < MIN_OVERLAP:
         return f"little in common with what it cites ({share:.2f} < {MIN_OVERLAP})"
@@ -610,6 +616,10 @@ LINES = {
     "deep_agents_failed": (
         "多面向分析沒有完成（{cause}），改用逐步分析。",
         "The multi-facet analysis did not finish ({cause}); a step-by-step analysis follows instead.",
+    ),
+    "deep_resume_unavailable": (
+        "無法讀取你儲存的履歷（{cause}），實戰準備的分析沒有參考履歷。",
+        "Your stored resume could not be read ({cause}); the practical preparation does not use it.",
     ),
     "deep_merge_failed": (
         "報告整合沒有完成（{cause}），以下直接列出各面向的分析結果。",

@@ -29,6 +29,7 @@ class FlowOptions:
     supports_tools: bool = True
     deep_step_timeout: float = 30.0
     deep_turn_timeout: float = 75.0
+    deep_heartbeat: float = 10.0  # seconds between "waiting" progress events during one deep LLM step
 
     def with_assistant(self, a: AssistantSettings) -> FlowOptions:
         """These options with the assistant's stored values for this turn applied."""
@@ -40,6 +41,8 @@ class FlowOptions:
             phase3_max_tokens=a.phase3_max_tokens,
             phase3_temperature=a.phase3_temperature,
             max_tool_rounds=a.max_tool_rounds,
+            deep_step_timeout=a.deep_step_timeout,
+            deep_turn_timeout=a.deep_turn_timeout,
         )
 
 
@@ -72,6 +75,10 @@ class TurnState:
             self.completion_tokens += usage.completion_tokens
 
 
+# The user's latest stored resume (contact details masked), or None: the one narrow way a flow reads it.
+ResumeLoader = Callable[[], Awaitable[str | None]]
+
+
 @dataclass
 class FlowContext:
     message: str
@@ -89,6 +96,8 @@ class FlowContext:
     user_id: str | None = None
     channel: str = "web"
     turn_id: str | None = None  # the trace id: unique per turn
+    # set by the engine for a logged-in user only, bound to that user: a flow cannot ask for anyone else's
+    stored_resume: ResumeLoader | None = None
 
 
 Flow = Callable[[FlowContext], AsyncIterator[Event]]

@@ -6,6 +6,9 @@
 then the reflection reviews the draft against the same passages and fixes what contradicts them. What it
 changed is recorded on the report (``reflection``), and a revision that brings numbers or names found
 neither in the draft, the passages nor the user's message is refused (the draft's text stays).
+Last, a mechanical fact check (``_facts.check_text``) removes every sentence of the final report that
+asserts a number, an amount, a year, a percentage, a name or a title found neither in the passages nor in
+what the user wrote; the report counts them (``dropped_statements``).
 
 If a step fails, the streamed tool-use answer follows (``deep_chain_failed``); if the LLM is unreachable,
 the best passages with a plain notice (``llm_unreachable``). See docs/deep-answers.md.
@@ -22,7 +25,7 @@ from dataclasses import dataclass
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from careerwise.events import Event, ProgressEvent, ReportEvent, ReportSection
-from careerwise.flows import _deep
+from careerwise.flows import _deep, _facts
 from careerwise.flows._deep import (
     CHAIN_TEMPERATURE,
     REFLECTION_TEMPERATURE,
@@ -182,6 +185,31 @@ def apply_review(
     return Draft(**revised), list(review.corrections), refused
 
 
+EMPTIED = (
+    "（這部分的內容在知識庫與你的訊息中找不到根據，已移除。）",
+    "(What this part said could not be found in the knowledge base or your message, so it was removed.)",
+)
+
+
+def fact_check(ctx: FlowContext, draft: Draft, hits: list[Hit]) -> tuple[Draft, list[tuple[str, str]]]:
+    """The report without the sentences that assert a number, an amount, a year, a percentage, a name or
+    a title found neither in the retrieved passages nor in what the user wrote (this message and the
+    earlier ones the first step saw). The chain's mechanical counterpart of the merge guard: the
+    reflection is a model, and a small one misses invented figures (docs/deep-answers.md)."""
+    sources = [
+        ctx.message,
+        *(m.content for m in _history(ctx) if m.role == "user"),
+        *(h.chunk.text for h in hits),
+    ]
+    checked: dict[str, str] = {}
+    dropped: list[tuple[str, str]] = []
+    for key in ("background", "comparison", "advice"):
+        result = _facts.check_text(draft.get(key), sources)
+        dropped.extend(result.dropped)
+        checked[key] = result.text or (EMPTIED[0] if ctx.zh else EMPTIED[1])
+    return (Draft(**checked) if dropped else draft), dropped
+
+
 def _history(ctx: FlowContext) -> list[ChatMessage]:
     return [m for m in ctx.history[-4:] if m.role in ("user", "assistant")]
 
@@ -203,6 +231,7 @@ async def run_chain(ctx: FlowContext, budget: Budget, emit: Emit, out: Outcome) 
             max_tokens=STEP_MAX_TOKENS,
             budget=budget,
             label="chain_background",
+            emit=emit,
         )
         background, query = split_query(raw)
         if not background:
@@ -232,6 +261,7 @@ async def run_chain(ctx: FlowContext, budget: Budget, emit: Emit, out: Outcome) 
                 max_tokens=STEP_MAX_TOKENS,
                 budget=budget,
                 label="chain_compare",
+                emit=emit,
             )
         else:
             comparison = (
@@ -250,6 +280,7 @@ async def run_chain(ctx: FlowContext, budget: Budget, emit: Emit, out: Outcome) 
             max_tokens=STEP_MAX_TOKENS,
             budget=budget,
             label="chain_advice",
+            emit=emit,
         )
     except StepFailed as failure:
         out.failure = failure
@@ -270,6 +301,7 @@ async def run_chain(ctx: FlowContext, budget: Budget, emit: Emit, out: Outcome) 
                 max_tokens=REFLECTION_MAX_TOKENS,
                 budget=budget,
                 label="chain_reflection",
+                emit=emit,
             )
             allowed = [ctx.message, *(h.chunk.text for h in hits)]
             final, reflection, refused = apply_review(draft, review, allowed=allowed)
@@ -282,12 +314,23 @@ async def run_chain(ctx: FlowContext, budget: Budget, emit: Emit, out: Outcome) 
             emit(_deep.degraded("deep_reflection_failed", zh, cause=_deep.cause(failure.code, zh)))
     else:
         emit(ProgressEvent(stage="reflection", detail="skipped: no passages to check against"))
+    final, dropped = fact_check(ctx, final, hits)
+    if dropped:
+        for sentence, why in dropped:
+            log.info("chain: dropped an unsupported sentence (%s): %s", why, sentence)
+        reasons = "; ".join(dict.fromkeys(why for _, why in dropped))
+        emit(
+            ProgressEvent(
+                stage="fact_check", detail=f"dropped {len(dropped)} unsupported sentence(s): {reasons}"
+            )
+        )
     sources = _deep.sources_of(hits)
     emit(
         ReportEvent(
             title="職涯分析" if zh else "Career analysis",
             path="chain",
             reflection=reflection,
+            dropped_statements=len(dropped),
             sections=[
                 ReportSection(heading=HEADINGS["background"][0 if zh else 1], body=final.background),
                 ReportSection(

@@ -15,7 +15,9 @@ async def greeting_flow(ctx: FlowContext) -> AsyncIterator[Event]:
     ctx.state.path = "greeting"
     request = CompletionRequest(
         messages=[
-            ChatMessage(role="system", content=prompts.greeting_system(ctx.zh)),
+            ChatMessage(
+                role="system", content=prompts.greeting_system(ctx.zh, persona=ctx.settings.system_prompt)
+            ),
             *ctx.history[-4:],
             ChatMessage(role="user", content=ctx.message),
         ],

@@ -193,7 +193,7 @@ async def tool_use_flow(ctx: FlowContext) -> AsyncIterator[Event]:
         yield DegradedEvent(reason="tools_unsupported", message=prompts.line("tools_unsupported", ctx.zh))
     specs: Sequence[ToolSpec] = [t.spec for t in offered.values()]
     messages: list[ChatMessage] = [
-        ChatMessage(role="system", content=prompts.career_system(ctx.zh)),
+        ChatMessage(role="system", content=prompts.career_system(ctx.zh, persona=ctx.settings.system_prompt)),
         *ctx.history,
         ChatMessage(role="user", content=ctx.message),
     ]

@@ -25,8 +25,16 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from careerwise.knowledge.dense import (
+    DenseScores,
+    ExactScores,
+    QuantizedMatrix,
+    QuantizedScores,
+    stable_rank,
+    stable_top,
+)
 from careerwise.knowledge.embeddings import LanguageCentering, Matrix, Vector, detect_lang
-from careerwise.knowledge.lexical import BM25Index
+from careerwise.knowledge.lexical import BM25Index, chunk_text
 
 
 @dataclass(frozen=True)
@@ -119,32 +127,14 @@ def domain_mask(
     return out
 
 
-def stable_top(keys: npt.NDArray[np.floating], m: int) -> npt.NDArray[np.intp]:
-    """Positions of the ``m`` smallest keys (and of every key equal to the m-th smallest), in the order
-    ``np.argsort(keys, kind="stable")`` puts them: an element's place in the list is its rank. One
-    partition and a sort of the few selected, instead of a sort of everything. No NaN keys."""
-    n = len(keys)
-    if m >= n:
-        top = np.arange(n)
-    else:
-        kth = np.partition(keys, m - 1)[m - 1]
-        top = np.flatnonzero(keys <= kth)
-    out: npt.NDArray[np.intp] = top[np.argsort(keys[top], kind="stable")]
-    return out
-
-
-def _rank(keys: npt.NDArray[np.floating], i: int) -> int:
-    """Where element ``i`` lands in ``np.argsort(keys, kind="stable")``: smaller keys, then equal keys
-    at lower positions, come first."""
-    x = keys[i]
-    return int(np.count_nonzero(keys < x)) + int(np.count_nonzero(keys[:i] == x))
-
-
 _EXACT_RANKS_MAX = 256  # more chunks than this needing an exact rank: widen the top lists instead
 
 
 def fused_top(
-    dense: npt.NDArray[np.floating], lexical: npt.NDArray[np.floating], fusion: FusionConfig, count: int
+    dense_scores: DenseScores | npt.NDArray[np.floating],
+    lexical: npt.NDArray[np.floating],
+    fusion: FusionConfig,
+    count: int,
 ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.float64]]:
     """The first ``count`` positions of ``np.argsort(-fuse(dense, lexical, fusion), kind="stable")`` and
     their fused scores: the same positions and the same floats, without ranking every chunk.
@@ -155,7 +145,9 @@ def fused_top(
     ``count``-th best lower bound is a threshold no member of the result falls below; candidates whose
     upper bound reaches it get their missing rank counted exactly, and the rest are dropped. If the
     chunks outside both lists could still reach it, ``m`` grows (and for small inputs, odd settings or
-    NaN scores the full computation runs)."""
+    NaN scores the full computation runs). Dense scores come as ``DenseScores``, so that an int8
+    first pass (``dense.QuantizedScores``) needs exact scores only for the rows these steps look at."""
+    dense = dense_scores if not isinstance(dense_scores, np.ndarray) else ExactScores(dense_scores)
     n = len(dense)
     count = min(count, n)
     a, b, k = fusion.dense_weight, fusion.lexical_weight, fusion.rrf_k
@@ -165,17 +157,17 @@ def fused_top(
         or a < 0
         or b < 0
         or k <= 0
-        or bool(np.isnan(dense).any())
+        or dense.has_nan()
         or bool(np.isnan(lexical).any())
     ):
-        fused = fuse(dense, lexical, fusion)
+        fused = fuse(dense.full(), lexical, fusion)
         order: npt.NDArray[np.intp] = np.argsort(-fused, kind="stable")[:count]
         return order, fused[order]
-    dkeys, lkeys = -dense, -lexical  # what ranks() sorts
+    lkeys = -lexical  # what ranks() sorts
     positive = np.flatnonzero(lexical > 0)  # they rank first; the others get no lexical share
     m = max(2 * count, 16)
     while 4 * m < n:
-        top_d = stable_top(dkeys, m)
+        top_d = dense.top(m)
         top_l = positive[stable_top(lkeys[positive], m)]
         nd, nl = len(top_d), len(top_l)
         rank_d = np.full(n, -1.0)
@@ -195,20 +187,35 @@ def fused_top(
         outside = a / (k + float(nd)) + (b / (k + float(nl)) if len(positive) > nl else 0.0)
         keep = hi >= threshold
         need_d = np.flatnonzero(keep & ~d_known)
+        if len(need_d) and isinstance(dense, QuantizedScores):
+            # a cheap floor for their dense ranks (rows certainly ahead): most BM25 candidates sit deep
+            # in the dense ranking and drop out here, before an exact rank would rescore a wide band
+            floor = np.maximum(dense.rank_floor(cand[need_d]), nd)
+            hi_d = a / (k + floor) + np.where(pos[need_d], b / (k + np.where(l_known, cl, nl)[need_d]), 0.0)
+            keep[need_d[hi_d < threshold]] = False
+            need_d = need_d[hi_d >= threshold]
         need_l = np.flatnonzero(keep & pos & ~l_known)
         if (len(cand) == n or outside < threshold) and len(need_d) + len(need_l) <= _EXACT_RANKS_MAX:
             for j in need_d:
-                cd[j] = _rank(dkeys, int(cand[j]))
+                cd[j] = dense.rank(int(cand[j]))
             for j in need_l:
-                cl[j] = _rank(lkeys, int(cand[j]))
+                cl[j] = stable_rank(lkeys, int(cand[j]))
             kept = np.flatnonzero(keep)
             fused = a / (k + cd[kept]) + np.where(pos[kept], b / (k + np.maximum(cl[kept], 0.0)), 0.0)
             best = np.argsort(-fused, kind="stable")[:count]
             return cand[kept[best]], fused[best]
         m *= 4
-    fused = fuse(dense, lexical, fusion)
+    fused = fuse(dense.full(), lexical, fusion)
     order = np.argsort(-fused, kind="stable")[:count]
     return order, fused[order]
+
+
+def lexical_index(chunks: Sequence[IndexedChunk], tokens: Sequence[str] | None) -> BM25Index:
+    if tokens is None:
+        return BM25Index([chunk_text(c.title, c.section, c.text) for c in chunks])
+    if len(tokens) != len(chunks):
+        raise ValueError("chunks and tokens differ in length")
+    return BM25Index.from_tokens(tokens)
 
 
 class KnowledgeIndex:
@@ -219,9 +226,13 @@ class KnowledgeIndex:
         *,
         version: str,
         query_means: dict[str, Vector] | None = None,
+        tokens: Sequence[str] | None = None,
+        quantize_from: int = 20_000,
     ) -> None:
         """``query_means`` (``embeddings.query_means(embedder)``) turns on language centring: passage
-        means are then fitted on these chunks."""
+        means are then fitted on these chunks. ``tokens``: each chunk's stored BM25 tokens
+        (``lexical.token_string``); without them every chunk is tokenized here. From ``quantize_from``
+        chunks on, dense search starts from an int8 copy of the vectors (``dense.py``; same results)."""
         if len(chunks) != len(vectors):
             raise ValueError("chunks and vectors differ in length")
         self.chunks = list(chunks)
@@ -236,7 +247,8 @@ class KnowledgeIndex:
         centering = self.centering
         self.centroid = raw.mean(axis=0) if len(raw) else np.zeros(raw.shape[1:] or (1,), np.float32)
         self.vectors = centering.passages(raw, self.langs) if centering is not None else raw
-        self.bm25 = BM25Index([f"{c.title} {c.section} {c.text}" for c in chunks])
+        self.quantized = QuantizedMatrix(self.vectors) if len(self.vectors) >= quantize_from else None
+        self.bm25 = lexical_index(self.chunks, tokens)
         self._domains = np.array([c.domain for c in chunks]) if chunks else np.array([], dtype=str)
         self._domain_masks = domain_masks(self._domains)
 
@@ -250,7 +262,14 @@ class KnowledgeIndex:
         return self.centering.query(qvec, detect_lang(query))
 
     def dense_scores(self, query: str, qvec: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
-        return self.vectors @ self.query_vector(query, qvec)
+        """Every chunk's dense score, exactly as ``search`` ranks them."""
+        return self.dense(query, qvec).full()
+
+    def dense(self, query: str, qvec: npt.NDArray[np.float32]) -> DenseScores:
+        q = self.query_vector(query, qvec)
+        if self.quantized is not None:
+            return self.quantized.scores(q)
+        return ExactScores(self.vectors @ q)
 
     def domain_score(self, qvec: npt.NDArray[np.float32]) -> float:
         return float(self.centroid @ qvec)
@@ -267,7 +286,7 @@ class KnowledgeIndex:
     ) -> SearchResult:
         if not self.chunks:
             return SearchResult(query=query, hits=[], matched=0)
-        dense = self.dense_scores(query, qvec)
+        dense = self.dense(query, qvec)
         lexical = self.bm25.scores(query)
         mask = domain_mask(self._domain_masks, len(self.chunks), domains)
         return gate_and_fuse(
@@ -286,7 +305,7 @@ class KnowledgeIndex:
 def gate_and_fuse(
     query: str,
     chunks: Sequence[IndexedChunk],
-    dense: npt.NDArray[np.floating[Any]],
+    dense_scores: DenseScores | npt.NDArray[np.floating[Any]],
     lexical: npt.NDArray[np.floating[Any]],
     mask: npt.NDArray[np.bool_],
     *,
@@ -298,24 +317,29 @@ def gate_and_fuse(
     """The part every backend shares once it has dense and BM25 scores for all chunks: the relevance
     gate, the fused ranking over the domain subset, and the hits. A dense score a backend did not
     compute (-inf, the HNSW path) is reported as 0.0."""
-    relevant = mask & (
-        (relevance(dense, domain_score, fusion) >= fusion.min_dense) | (lexical >= fusion.min_lexical)
+    dense = dense_scores if not isinstance(dense_scores, np.ndarray) else ExactScores(dense_scores)
+    dense_ok = dense.where(
+        lambda d: relevance(d, domain_score, fusion) >= fusion.min_dense,
+        fusion.min_dense - fusion.domain_weight * (domain_score - fusion.domain_ref),
     )
+    relevant = mask & (dense_ok | (lexical >= fusion.min_lexical))
     matched = int(relevant.sum())
     if fusion.gate and matched == 0:
         return SearchResult(query=query, hits=[], matched=0)
     idx = np.flatnonzero(mask) if domains else np.arange(len(chunks))
     if idx.size == 0:
         return SearchResult(query=query, hits=[], matched=0)
-    sub = (dense[idx], lexical[idx]) if domains else (dense, lexical)
+    sub = (dense.subset(idx), lexical[idx]) if domains else (dense, lexical)
     order, fused = fused_top(*sub, fusion, pool)
+    rows = idx[order]
+    dense_hits = dense.at(rows)
     hits = [
         Hit(
-            chunk=chunks[int(idx[o])],
+            chunk=chunks[int(r)],
             score=float(f),
-            dense=float(dense[idx[o]]) if np.isfinite(dense[idx[o]]) else 0.0,
-            lexical=float(lexical[idx[o]]),
+            dense=float(d) if np.isfinite(d) else 0.0,
+            lexical=float(lexical[r]),
         )
-        for o, f in zip(order, fused, strict=True)
+        for r, f, d in zip(rows, fused, dense_hits, strict=True)
     ]
     return SearchResult(query=query, hits=hits, matched=matched)

@@ -6,20 +6,23 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, select, text
+from sqlalchemy.exc import SQLAlchemyError
 
 from careerwise.knowledge.chunking import chunk_document, embedding_text
 from careerwise.knowledge.documents import MAX_TITLE_CHARS, SUPPORTED_SUFFIXES, SourceDocument, load_document
 from careerwise.knowledge.embeddings import Embedder
+from careerwise.knowledge.lexical import TOKENIZER_VERSION, chunk_text, token_string
 from careerwise.knowledge.pg_index import SET_VECTOR, pgvector_applies, vector_rows
 from careerwise.store import Chunk, Database, Document, KnowledgeMeta
 
 log = logging.getLogger(__name__)
 VERSION_KEY = "version"
+TOKENIZER_KEY = "lexical_tokenizer"  # the lexical.TOKENIZER_VERSION that stored chunks' tokens follow
 
 
 @dataclass
@@ -139,6 +142,9 @@ async def _write_document(db: Database, embedder: Embedder, doc: SourceDocument)
     drafts = chunk_document(doc)
     texts = [embedding_text(c.title, c.section, c.text) for c in drafts]
     vectors = await asyncio.to_thread(embedder.embed_passages, texts)
+    tokens = await asyncio.to_thread(
+        lambda: [token_string(chunk_text(c.title, c.section, c.text)) for c in drafts]
+    )
     if len(vectors) != len(drafts):
         raise ValueError(f"the embedder returned {len(vectors)} vectors for {len(drafts)} chunks")
     async with db.session() as s, s.begin():
@@ -165,6 +171,7 @@ async def _write_document(db: Database, embedder: Embedder, doc: SourceDocument)
                 text=c.text,
                 embedding=vectors[i].tobytes(),
                 embedding_model=embedder.name,
+                lexical_tokens=tokens[i],
             )
             for i, c in enumerate(drafts)
         ]
@@ -184,4 +191,47 @@ async def bump_version(db: Database) -> str:
             s.add(KnowledgeMeta(key=VERSION_KEY, value=version))
         else:
             row.value = version
+        if await s.get(KnowledgeMeta, TOKENIZER_KEY) is None:
+            # the first ingest: every stored token list is this tokenizer's. (An older marker stays:
+            # the next load then redoes every chunk's tokens, old and new, and moves it forward.)
+            s.add(KnowledgeMeta(key=TOKENIZER_KEY, value=TOKENIZER_VERSION))
     return version
+
+
+_SET_TOKENS = text("UPDATE chunks SET lexical_tokens = :tokens WHERE id = :id")
+
+
+async def chunk_tokens(db: Database, rows: Sequence[Chunk]) -> list[str]:
+    """The BM25 tokens of ``rows`` (loaded ``Chunk`` rows), one ``token_string`` each, as stored at
+    ingest. Rows without them (ingested before migration 0013), or all rows when the stored tokens
+    follow another ``TOKENIZER_VERSION``, are tokenized here and written back, so that happens once
+    rather than on every start. A failed write-back is logged and the load goes on with the tokens
+    computed; the next load tries again."""
+    async with db.session() as s:
+        marker = await s.get(KnowledgeMeta, TOKENIZER_KEY)
+    current = marker is not None and marker.value == TOKENIZER_VERSION
+    tokens = [r.lexical_tokens if current else None for r in rows]
+    missing = [i for i, t in enumerate(tokens) if t is None]
+    if not missing:
+        return [t or "" for t in tokens]
+    fresh = await asyncio.to_thread(
+        lambda: [token_string(chunk_text(rows[i].title, rows[i].section, rows[i].text)) for i in missing]
+    )
+    for i, t in zip(missing, fresh, strict=True):
+        tokens[i] = t
+    try:
+        async with db.session() as s, s.begin():
+            for start in range(0, len(missing), 1000):
+                part = missing[start : start + 1000]
+                await s.execute(_SET_TOKENS, [{"id": rows[i].id, "tokens": tokens[i]} for i in part])
+            marker = await s.get(KnowledgeMeta, TOKENIZER_KEY)
+            if marker is None:
+                s.add(KnowledgeMeta(key=TOKENIZER_KEY, value=TOKENIZER_VERSION))
+            else:
+                marker.value = TOKENIZER_VERSION
+        log.info("knowledge: tokenized and stored the BM25 tokens of %d chunks", len(missing))
+    except SQLAlchemyError:
+        log.exception(
+            "knowledge: could not store the BM25 tokens of %d chunks; next load retries", len(missing)
+        )
+    return [t or "" for t in tokens]

@@ -4,10 +4,8 @@ because jieba's dictionary is Simplified; English is lower-cased and lightly ste
 from __future__ import annotations
 
 import logging
-import math
 import re
 import threading
-from collections import Counter, defaultdict
 from collections.abc import Sequence
 from functools import lru_cache
 
@@ -111,32 +109,68 @@ def tokenize(text: str) -> list[str]:
     return [t for t in tokens if t not in _STOP]
 
 
+TOKENIZER_VERSION = "1"  # bump when tokenize() changes: stored tokens are then redone once, at load
+
+
+def token_string(text: str) -> str:
+    """``tokenize(text)`` as stored in ``chunks.lexical_tokens``: one space between tokens (a token
+    never holds whitespace: see ``_WORD`` and the filter in ``tokenize``)."""
+    return " ".join(tokenize(text))
+
+
+def chunk_text(title: str, section: str, text: str) -> str:
+    """What BM25 indexes for a chunk: title, section heading and text."""
+    return f"{title} {section} {text}"
+
+
 class BM25Index:
     """Okapi BM25. Each (term, document) share of the score depends on the corpus only, so it is computed
-    once here: a query adds up one precomputed array per query term."""
+    once here: a query adds up one precomputed array per query term, touching only those postings.
+
+    ``BM25Index(texts)`` tokenizes; ``BM25Index.from_tokens(stored)`` takes ``token_string`` results
+    (what ingest stores), so that loading 100k chunks does not run jieba over all of them again."""
 
     def __init__(self, texts: Sequence[str], *, k1: float = 1.4, b: float = 0.75) -> None:
+        self._build([token_string(t) for t in texts], k1=k1, b=b)
+
+    @classmethod
+    def from_tokens(cls, token_strings: Sequence[str], *, k1: float = 1.4, b: float = 0.75) -> BM25Index:
+        index = cls.__new__(cls)
+        index._build(token_strings, k1=k1, b=b)
+        return index
+
+    def _build(self, token_strings: Sequence[str], *, k1: float, b: float) -> None:
+        """Postings for every term at once with numpy: (term, document) pairs become one int64 key each,
+        ``np.unique`` counts them (sorted by term, then document), and the shares are computed in one
+        vectorised expression; no per-document ``Counter``."""
         self.k1, self.b = k1, b
-        self.n = len(texts)
-        postings: dict[str, tuple[list[int], list[int]]] = defaultdict(lambda: ([], []))
-        lengths = np.zeros(self.n, dtype=np.float32)
-        for i, text in enumerate(texts):
-            counts = Counter(tokenize(text))
-            lengths[i] = sum(counts.values())
-            for term, tf in counts.items():
-                docs, tfs = postings[term]
-                docs.append(i)
-                tfs.append(tf)
-        self._avg = float(lengths.mean()) if self.n else 1.0
+        self.n = n = len(token_strings)
+        vocab: dict[str, int] = {}
+        term_ids: list[int] = []
+        lengths = np.zeros(n, dtype=np.float32)
+        for i, s in enumerate(token_strings):
+            tokens = s.split()
+            lengths[i] = len(tokens)
+            term_ids.extend([vocab.setdefault(t, len(vocab)) for t in tokens])
+        docs_of_tokens = np.repeat(np.arange(n, dtype=np.int64), lengths.astype(np.int64))
+        keys, tf = np.unique(
+            np.array(term_ids, dtype=np.int64) * max(n, 1) + docs_of_tokens, return_counts=True
+        )
+        terms, docs = np.divmod(keys, max(n, 1))
+        starts = np.flatnonzero(np.r_[True, terms[1:] != terms[:-1]]) if len(terms) else np.zeros(0, np.intp)
+        ends = np.r_[starts[1:], len(terms)].astype(np.intp)
+        df = (ends - starts).astype(np.float64)
+        self._avg = float(lengths.mean()) if n else 1.0
         self._norm = self.k1 * (1 - self.b + self.b * lengths / max(self._avg, 1e-6))
+        # the same float32 operations, in the same order, as a per-term loop would do
+        idf = np.log(1 + (n - df + 0.5) / (df + 0.5)).astype(np.float32)
+        freq = tf.astype(np.float32)
+        shares = (np.repeat(idf, ends - starts) * freq * np.float32(self.k1 + 1)) / (freq + self._norm[docs])
+        names = list(vocab)
         # term -> (documents, their shares: idf * tf * (k1 + 1) / (tf + norm), in float32)
-        self._arrays: dict[str, tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]] = {}
-        for term, (doc_list, tf_list) in postings.items():
-            where = np.array(doc_list, dtype=np.int64)
-            freq = np.array(tf_list, dtype=np.float32)
-            idf = math.log(1 + (self.n - len(where) + 0.5) / (len(where) + 0.5))
-            shares = idf * freq * (self.k1 + 1) / (freq + self._norm[where])  # float32 already
-            self._arrays[term] = (where, shares.astype(np.float32, copy=False))
+        self._arrays: dict[str, tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]] = {
+            names[int(terms[a])]: (docs[a:e], shares[a:e]) for a, e in zip(starts, ends, strict=True)
+        }
 
     def scores(self, query: str) -> npt.NDArray[np.float32]:
         out = np.zeros(self.n, dtype=np.float32)

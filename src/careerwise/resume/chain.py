@@ -106,6 +106,7 @@ async def _structure(
             max_tokens=STRUCTURE_MAX_TOKENS,
             budget=budget,
             label="resume_structure",
+            emit=emit,
         )
         structure = from_layout(req.text, layout)
         if not structure.present():
@@ -207,6 +208,7 @@ async def _score(
             max_tokens=SCORING_MAX_TOKENS,
             budget=budget,
             label="resume_scoring",
+            emit=emit,
         )
     except StepFailed as failure:
         log.warning("resume: the scoring step failed (%s); scoring by rules", failure)
@@ -250,6 +252,7 @@ async def _rewrite(
             max_tokens=REWRITE_MAX_TOKENS,
             budget=budget,
             label="resume_rewrites",
+            emit=emit,
         )
     except StepFailed as failure:
         log.warning("resume: the rewrite step failed (%s)", failure)

@@ -7,7 +7,7 @@ See docs/routing.md.
 
 from careerwise.routing.cascade import CascadeRouter
 from careerwise.routing.llm_classifier import LLMIntentClassifier, LLMVerdict, parse_verdict
-from careerwise.routing.router import LAYERS, RouteDecision, Router, RulesRouter
+from careerwise.routing.router import LAYERS, ContextualRouter, RouteDecision, Router, RulesRouter
 from careerwise.routing.rules import RULES, Rule, match_rules
 from careerwise.routing.semantic import INTENTS, IntentScores, SemanticClassifier, load_examples
 from careerwise.routing.thresholds import Thresholds, fit_thresholds, load_thresholds
@@ -18,6 +18,7 @@ __all__ = [
     "LAYERS",
     "RULES",
     "CascadeRouter",
+    "ContextualRouter",
     "IntentScores",
     "LLMIntentClassifier",
     "LLMVerdict",

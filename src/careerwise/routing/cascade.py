@@ -17,6 +17,7 @@ from pathlib import Path
 
 from careerwise.knowledge.embeddings import Embedder, Matrix
 from careerwise.llm.types import LLMProvider
+from careerwise.routing import followup
 from careerwise.routing._vectors import PersistentQueryCache
 from careerwise.routing.llm_classifier import Failure, LLMIntentClassifier
 from careerwise.routing.router import RouteDecision
@@ -56,7 +57,7 @@ class CascadeRouter:
         llm_timeout: float = 20.0,
         cache_dir: Path | None = None,
     ) -> None:
-        self.thresholds = thresholds or load_thresholds()
+        self.thresholds = thresholds or load_thresholds(model=embedder.name)
         self.semantic = SemanticClassifier(embedder, examples, k=self.thresholds.k)
         prepared = _PREPARED.get((embedder.name, self.semantic.digest))
         if prepared is not None:
@@ -127,14 +128,77 @@ class CascadeRouter:
                 scores = await asyncio.to_thread(self.semantic.score, texts)
             for i, s in zip(pending, scores, strict=True):
                 out[i] = await self._after_rules(messages[i], s)
-        # for a batch: the batch's time divided by its size
-        elapsed = round(1000 * (time.perf_counter() - started) / max(1, len(messages)), 2)
-        decisions = [replace(d, duration_ms=elapsed) for d in out if d is not None]
+        return self._count([d for d in out if d is not None], started)
+
+    def _count(self, decisions: list[RouteDecision], started: float) -> list[RouteDecision]:
+        """Stamp the time (for a batch: the batch's time divided by its size) and count the layers."""
+        elapsed = round(1000 * (time.perf_counter() - started) / max(1, len(decisions)), 2)
+        decisions = [replace(d, duration_ms=elapsed) for d in decisions]
         for d in decisions:
             self.counts[d.layer] += 1
             if d.fallback:
                 self.counts[d.fallback] += 1
         return decisions
+
+    # -- the history rule (followup.py) ----------------------------------------------------------
+
+    async def route_in_context(self, message: str, previous: Sequence[str]) -> RouteDecision:
+        """Route ``message`` knowing the conversation's earlier user turns (oldest first). A short
+        follow-up that the layers cannot place on its own («那薪水呢？», "what about in Taipei?",
+        «第二個») keeps the intent of the turn it follows, with layer ``history``; everything else is
+        routed exactly as ``route`` would (so no extra cost for a message that says what it wants)."""
+        if not previous or match_rules(message) is not None or not followup.candidate(message):
+            return await self.route(message)
+        started = time.perf_counter()
+        await self.prepare()
+        s = (await asyncio.to_thread(self.semantic.score, [message]))[0]
+        cue = followup.marker(message)
+        if self._confident(s) and (s.best[0] != "greeting" or cue is None):
+            # the message says what it wants (or is small talk with no follow-up cue): as route() would
+            return self._count([await self._after_rules(message, s)], started)[0]
+        earlier = await self._earlier_intent(previous[-followup.TURNS :])
+        if earlier is None:
+            return self._count([await self._after_rules(message, s)], started)[0]
+        intent, turn = earlier
+        layer2, summary = self._layer2(s)
+        why = f"follow-up marker «{cue}»" if cue else "short, and the embedding layer is unsure"
+        decision = self._finish(
+            message,
+            intent=intent,
+            layer="history",
+            reasons=[
+                summary,
+                f"history: a short follow-up ({why}) keeps the {intent} intent of «{turn[:40]}»",
+            ],
+            **layer2,
+        )
+        return self._count([decision], started)[0]
+
+    async def _earlier_intent(self, previous: Sequence[str]) -> tuple[str, str] | None:
+        """The intent of the most recent earlier user turn that has one, and that turn: a rule, else a
+        confident embedding; small talk («謝謝») and short unsure turns (follow-ups themselves) are
+        skipped; a longer unsure turn counts as career (the default when unsure). No LLM here: the
+        vectors are usually still in the embedder's query cache from those turns' own routing."""
+        texts = [t for t in previous if t.strip()]
+        needs_scores = [t for t in texts if match_rules(t) is None]
+        scored: dict[str, IntentScores] = {}
+        if needs_scores:
+            found = await asyncio.to_thread(self.semantic.score, needs_scores)
+            scored = dict(zip(needs_scores, found, strict=True))
+        for text in reversed(texts):
+            rule = match_rules(text)
+            if rule is not None:
+                if rule.intent != "greeting":
+                    return rule.intent, text
+                continue
+            s = scored[text]
+            if self._confident(s):
+                if s.best[0] != "greeting":
+                    return s.best[0], text
+                continue
+            if not followup.candidate(text):
+                return "career", text
+        return None
 
     def _by_rule(self, message: str, rule: Rule) -> RouteDecision:
         return self._finish(
@@ -145,10 +209,11 @@ class CascadeRouter:
             rule_id=rule.id,
         )
 
-    async def _after_rules(self, message: str, s: IntentScores) -> RouteDecision:
+    def _layer2(self, s: IntentScores) -> tuple[dict[str, object], str]:
+        """The layer-2 fields of the routing record, and their one-line summary."""
         (best, best_score), (second, second_score) = s.best, s.runner_up
         threshold = self.thresholds.thresholds.get(best, NEVER)
-        layer2 = {
+        layer2: dict[str, object] = {
             "scores": {name: _r(v) for name, v in s.scores.items()},
             "top": [(best, _r(best_score)), (second, _r(second_score))],
             "margin": _r(s.margin),
@@ -159,7 +224,16 @@ class CascadeRouter:
             f"embedding: {best} {best_score:.3f} (threshold {threshold:.3f}), "
             f"{second} {second_score:.3f}, margin {s.margin:.3f} (required {self.thresholds.margin:.3f})"
         )
-        if self.trusted and self.thresholds.accepts(s):
+        return layer2, summary
+
+    def _confident(self, s: IntentScores) -> bool:
+        return self.trusted and self.thresholds.accepts(s)
+
+    async def _after_rules(self, message: str, s: IntentScores) -> RouteDecision:
+        (best, best_score), _ = s.best, s.runner_up
+        threshold = self.thresholds.thresholds.get(best, NEVER)
+        layer2, summary = self._layer2(s)
+        if self._confident(s):
             return self._finish(message, intent=best, layer="embedding", reasons=[summary], **layer2)
         why = (
             "thresholds were fitted for another model or examples"

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from careerwise.routing.rules import match_rules
 from careerwise.routing.tier import classify_tier
@@ -13,7 +14,18 @@ from careerwise.routing.tier import classify_tier
 # the best embedding intent was taken instead), "default" (RulesRouter: no rule matched), "dialogue" (the
 # engine, not a router: an open multi-turn dialogue such as a booking claimed the message), "upload" (a
 # file sent to POST /api/resumes: the caller names the route and the flow).
-LAYERS = ("rules", "embedding", "llm", "llm-fallback", "embedding-guess", "default", "dialogue", "upload")
+# "history": a short follow-up kept the intent of the conversation's previous turn (followup.py).
+LAYERS = (
+    "rules",
+    "embedding",
+    "history",
+    "llm",
+    "llm-fallback",
+    "embedding-guess",
+    "default",
+    "dialogue",
+    "upload",
+)
 
 
 @dataclass(frozen=True)
@@ -60,6 +72,14 @@ class RouteDecision:
 
 class Router(Protocol):
     async def route(self, message: str) -> RouteDecision: ...
+
+
+@runtime_checkable
+class ContextualRouter(Protocol):
+    """A router that can also use the conversation's earlier user turns (oldest first): the engine
+    calls this instead of ``route`` when the router has it (the history rule, followup.py)."""
+
+    async def route_in_context(self, message: str, previous: Sequence[str]) -> RouteDecision: ...
 
 
 class RulesRouter:

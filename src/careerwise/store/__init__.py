@@ -27,6 +27,7 @@ from careerwise.store.models_bookings import (
     BookingSettings,
 )
 from careerwise.store.models_observability import Feedback, TraceSpan
+from careerwise.store.models_ratelimit import RateLimitWindow
 from careerwise.store.models_resumes import Resume, ResumeReview
 
 __all__ = [
@@ -49,6 +50,7 @@ __all__ = [
     "LineUser",
     "LoginSession",
     "Message",
+    "RateLimitWindow",
     "Resume",
     "ResumeReview",
     "SettingsAudit",

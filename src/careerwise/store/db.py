@@ -12,8 +12,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from alembic import command
-from alembic.config import Config
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import OperationalError
@@ -68,6 +66,10 @@ def as_utc(value: datetime) -> datetime:
 
 
 def upgrade(url: str) -> None:
+    # imported here: Alembic (about 10 MB resident) is needed only by a process that migrates
+    from alembic import command
+    from alembic.config import Config
+
     cfg = Config()
     cfg.set_main_option("script_location", str(_MIGRATIONS))
     cfg.set_main_option("sqlalchemy.url", sync_url(url).replace("%", "%%"))

@@ -8,6 +8,7 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
+    Boolean,
     DateTime,
     Float,
     ForeignKey,
@@ -145,6 +146,8 @@ class Chunk(Base):
     text: Mapped[str] = mapped_column(Text)
     embedding: Mapped[bytes] = mapped_column(LargeBinary)
     embedding_model: Mapped[str] = mapped_column(String(40))
+    # BM25 tokens (lexical.token_string), stored at ingest so a restart does not re-run jieba (0013)
+    lexical_tokens: Mapped[str | None] = mapped_column(Text, nullable=True, default=None)
 
 
 class KnowledgeMeta(Base):
@@ -154,12 +157,23 @@ class KnowledgeMeta(Base):
 
 
 class Assistant(Base):
-    """An assistant (persona, knowledge base, settings). Summer is the one that ships."""
+    """An assistant (persona, knowledge base, settings). Summer is the one that ships.
+
+    ``system_prompt`` empty = the built-in prompts of careerwise.prompts (Summer's); ``knowledge_domains``
+    empty = the whole knowledge base, else only chunks of those domains (knowledge/documents.py DOMAINS).
+    Changes are audited in ``settings_audit`` under ``profile.*`` keys (careerwise.assistant_settings).
+    """
 
     __tablename__ = "assistants"
     id: Mapped[str] = mapped_column(String(64), primary_key=True)
     name: Mapped[str] = mapped_column(String(200))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    description: Mapped[str] = mapped_column(Text, default="", server_default="")
+    system_prompt: Mapped[str] = mapped_column(Text, default="", server_default="")
+    knowledge_domains: Mapped[list[Any]] = mapped_column(JSON, default=list, server_default="[]")
+    enabled: Mapped[bool] = mapped_column(Boolean, default=True, server_default=text("true"))
+    updated_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), default=None)
+    updated_by: Mapped[str | None] = mapped_column(String(120), default=None)
 
 
 class AssistantSetting(Base):

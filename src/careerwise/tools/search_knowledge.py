@@ -86,7 +86,10 @@ class SearchKnowledgeTool:
         top_k = int(resolution.effective["top_k"])
         started = time.perf_counter()
         result = await self._kb.search(
-            str(resolution.effective["query"]), top_k=top_k, candidates=max(policy.rerank_candidates, top_k)
+            str(resolution.effective["query"]),
+            top_k=top_k,
+            candidates=max(policy.rerank_candidates, top_k),
+            domains=policy.knowledge_domains or None,  # the assistant's part of the knowledge base; () = all
         )
         hits = result.hits[:top_k]
         if not hits:

@@ -1,15 +1,25 @@
 """Prometheus metrics, fed from the same events and LLM call records as the trace (no bookkeeping of
 their own), in a registry per :class:`Metrics` instance: two apps in one process (tests) never share
 a counter. The names and labels are listed in docs/observability.md#metrics.
+
+With several workers (``careerwise serve --workers N``) the serve parent sets ``PROMETHEUS_MULTIPROC_DIR``
+before the workers start: prometheus_client then keeps every counter, histogram and gauge in a file per
+process there, and a scrape of any worker adds them all up (:meth:`Metrics.render`). Do not move that
+variable into Settings: prometheus_client reads it itself, once, when it is imported.
 """
 
 from __future__ import annotations
 
+import os
 import time
+from collections.abc import Callable, Iterable, Iterator
 from typing import assert_never
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.exposition import generate_latest
+from prometheus_client.multiprocess import MultiProcessCollector
+from prometheus_client.registry import Collector
 
 from careerwise.events import (
     DegradedEvent,
@@ -23,10 +33,12 @@ from careerwise.events import (
     ToolCallEvent,
     ToolResultEvent,
 )
+from careerwise.knowledge.cache import CacheStats
 from careerwise.tools.search_knowledge import NAME as SEARCH_TOOL
 from careerwise.tracing.llm_calls import LLMCall
 from careerwise.tracing.turn import TurnEnd, TurnStart
 
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 # the LLM's latencies run from tens of milliseconds (a fake, a cached prefix) to a minute (a slow model)
 _LLM_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0, 120.0)
 _FAST_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
@@ -130,7 +142,11 @@ class Metrics:
         )
         self.feedback = Counter("careerwise_feedback", "Feedback given, by rating.", ["rating"], registry=r)
         self.ready = Gauge(
-            "careerwise_ready", "1 if the check passed at the last /readyz, else 0.", ["check"], registry=r
+            "careerwise_ready",
+            "1 if the check passed at the last /readyz, else 0.",
+            ["check"],
+            registry=r,
+            multiprocess_mode="mostrecent",  # several workers: whichever answered /readyz last
         )
         self.readiness_failures = Counter(
             "careerwise_readiness_failures", "Failed /readyz checks.", ["check"], registry=r
@@ -143,7 +159,23 @@ class Metrics:
         )
 
     def render(self) -> bytes:
-        return generate_latest(self.registry)
+        directory = os.environ.get(MULTIPROC_ENV)  # prometheus_client's own switch (see the module doc)
+        if not directory:
+            return generate_latest(self.registry)
+        combined = CollectorRegistry()  # every worker's values, read from their files
+        MultiProcessCollector(combined, path=directory)  # type: ignore[no-untyped-call]
+        caches = getattr(self, "_caches", None)
+        if caches is not None:  # read at scrape time from this worker's caches: per process
+            combined.register(caches)
+        return generate_latest(combined)
+
+    def watch_caches(self, source: Callable[[], Iterable[CacheStats]]) -> None:
+        """Export caches' own counters (read at scrape time) as ``careerwise_cache_*{cache=...}``."""
+        collector: _CacheCollector | None = getattr(self, "_caches", None)
+        if collector is None:
+            collector = self._caches = _CacheCollector()
+            self.registry.register(collector)
+        collector.sources.append(source)
 
     def turn_sink(self, start: TurnStart) -> MetricsTurn:
         return MetricsTurn(self, start)
@@ -165,6 +197,40 @@ class Metrics:
             self.llm_tokens.labels(purpose, "prompt").inc(call.prompt_tokens)
         if call.completion_tokens:
             self.llm_tokens.labels(purpose, "completion").inc(call.completion_tokens)
+
+
+class _CacheCollector(Collector):
+    """The caches count in their hot path with plain integers (no prometheus call per lookup); this
+    reads them when /metrics is scraped. Several sources naming the same cache are summed."""
+
+    def __init__(self) -> None:
+        self.sources: list[Callable[[], Iterable[CacheStats]]] = []
+
+    def collect(self) -> Iterator[Metric]:
+        totals: dict[str, list[int]] = {}
+        entries: dict[str, int] = {}
+        for source in self.sources:
+            for s in source():
+                row = totals.setdefault(s.name, [0, 0, 0, 0])
+                for i, v in enumerate((s.hits, s.misses, s.invalidations, s.errors)):
+                    row[i] += v
+                if s.entries is not None:
+                    entries[s.name] = entries.get(s.name, 0) + s.entries
+        names = (
+            ("careerwise_cache_hits", "Cache lookups answered from the cache."),
+            ("careerwise_cache_misses", "Cache lookups that had to compute the value."),
+            ("careerwise_cache_invalidations", "Entries dropped because what they came from changed."),
+            ("careerwise_cache_errors", "Lookups that failed (logged) and went on without the cache."),
+        )
+        for i, (name, doc) in enumerate(names):
+            family = CounterMetricFamily(name, doc, labels=["cache"])
+            for cache, row in sorted(totals.items()):
+                family.add_metric([cache], row[i])
+            yield family
+        gauge = GaugeMetricFamily("careerwise_cache_entries", "Entries a cache holds now.", labels=["cache"])
+        for cache, n in sorted(entries.items()):
+            gauge.add_metric([cache], n)
+        yield gauge
 
 
 class MetricsTurn:

@@ -1,9 +1,10 @@
 // The admin dashboard: the gate (admins only), the health strip, the views and the hash router.
-// Turns and one turn's timeline live here; charts, knowledge base, settings and keys in admin.*.js.
+// Turns and one turn's timeline live here; charts, knowledge base, assistants, settings and keys in admin.*.js.
 
 import { api, clear, el, errorLine, facts, json, ms, query, svg, table, when } from "/static/admin.util.js";
 import { showCharts } from "/static/admin.charts.js";
 import { showKnowledge } from "/static/admin.kb.js";
+import { showAssistants } from "/static/admin.assistants.js";
 import { showKeys, showSettings } from "/static/admin.settings.js";
 
 const $ = (id) => document.getElementById(id);
@@ -294,6 +295,7 @@ const VIEWS = {
   turns: showTurns,
   charts: showCharts,
   knowledge: showKnowledge,
+  assistants: showAssistants,
   settings: showSettings,
   keys: showKeys,
 };

@@ -4,9 +4,20 @@ import { api, clear, el, errorLine, json, when } from "/static/admin.util.js";
 
 let assistant = "summer";
 
+// the assistants page opens this page on one assistant's settings
+export function selectAssistant(id) {
+  assistant = id;
+}
+
 function inputFor(s) {
   if (s.type === "boolean") {
     return el("input", { type: "checkbox", name: s.key, checked: s.value === true });
+  }
+  if (s.choices) {
+    return el("select", { name: s.key }, s.choices.map((c) => el("option", { value: c, selected: c === s.value }, c)));
+  }
+  if (s.type === "string") {
+    return el("input", { type: "text", name: s.key, value: s.value, size: 18, placeholder: "(the provider's own)" });
   }
   const attrs = { type: "number", name: s.key, value: s.value, required: true, size: 6 };
   if (s.minimum !== undefined) attrs.min = s.minimum;
@@ -17,6 +28,7 @@ function inputFor(s) {
 
 function valueOf(input, s) {
   if (s.type === "boolean") return input.checked;
+  if (s.type === "string") return input.value.trim();
   return s.type === "integer" ? Number.parseInt(input.value, 10) : Number(input.value);
 }
 
@@ -36,7 +48,7 @@ async function loadSettings(box, audit) {
     save.addEventListener("click", async () => {
       message.textContent = "";
       // the browser's own check first (bounds, integer steps), then the server's
-      if (s.type !== "boolean" && !input.checkValidity()) {
+      if (input.checkValidity && s.type !== "boolean" && !input.checkValidity()) {
         message.textContent = input.validationMessage;
         return;
       }
@@ -117,7 +129,7 @@ export async function showSettings(view) {
   );
   try {
     const list = await api("/api/admin/assistants");
-    for (const a of list.assistants) picker.append(el("option", { value: a.id, selected: a.id === assistant }, `${a.name} (${a.id})${a.serving ? " · serving" : ""}`));
+    for (const a of list.assistants) picker.append(el("option", { value: a.id, selected: a.id === assistant }, `${a.name} (${a.id})${a.enabled ? "" : " · disabled"}`));
   } catch (err) {
     clear(box, errorLine(err));
     return;

@@ -121,13 +121,33 @@ export class Answer {
     this.root.classList.add("is-thinking");
   }
 
+  // One line per step. The heartbeat ("waiting", every few seconds while one LLM call runs) updates a
+  // single "still thinking (40 s)" line in place instead of adding lines; the next real step removes it.
   progressStep(stage, detail) {
+    if (stage === "waiting") {
+      const seconds = /(\d+)\s*s$/.exec(detail || "");
+      if (!seconds) return; // nothing to show; the spinner already says Summer is thinking
+      if (!this.waiting) {
+        this.waiting = el("li", "step waiting");
+        this.progress.append(this.waiting);
+      }
+      localize(this.waiting, "progress.waiting", { seconds: seconds[1] });
+      return;
+    }
+    if (this.waiting) {
+      this.waiting.remove();
+      this.waiting = null;
+    }
     const key = `progress.${stage}`;
     const item = el("li", "step", null, { key, vars: { detail: detail || "" } });
     this.progress.append(item);
   }
 
   stopThinking() {
+    if (this.waiting) {
+      this.waiting.remove();
+      this.waiting = null;
+    }
     this.thinking.hidden = true;
     this.root.classList.remove("is-thinking");
   }
