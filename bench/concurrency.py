@@ -17,7 +17,7 @@ and from the CPU seconds the serving processes used during the burst.
 
 Both stores: SQLite (a copy of the ingested corpus database) and PostgreSQL (a throwaway server from
 tests/pg.py, the corpus ingested once and copied per run as a template). ``BENCH_CONCURRENCY_STORES``
-(``sqlite,postgresql`` by default) picks them.
+(``sqlite,postgresql`` by default) picks them; ``BENCH_CONCURRENCY_WORKERS`` (``1,2``) the worker counts.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ INTER_CHUNK = 0.02
 GUARD = 3
 REQUESTS = 200
 SPREAD = 2.0  # seconds over which the connections are opened, evenly
-WORKERS = (1, 2)
+WORKERS = tuple(int(w) for w in os.environ.get("BENCH_CONCURRENCY_WORKERS", "1,2").split(","))
 STORES = tuple(os.environ.get("BENCH_CONCURRENCY_STORES", "sqlite,postgresql").split(","))
 MESSAGE = (
     "面試怎麼準備 {i}"  # routes to career/simple (path B with the text-mode fake); numbered: no two alike

@@ -77,6 +77,13 @@ class Settings(BaseSettings):
         gt=0,
         description="Seconds of silence on a chat stream before an SSE comment line keeps it open.",
     )
+    sse_flush_interval_ms: int = Field(
+        default=0,
+        ge=0,
+        le=1000,
+        description="After a chat stream's first text, frames ready within this many milliseconds share one "
+        "socket write (0: one write per frame).",
+    )
 
     # --- embedded model ----------------------------------------------------------------------
     local_model_path: Path | None = Field(default=None, description="A GGUF file; default: the packaged one.")

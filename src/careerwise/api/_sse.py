@@ -1,10 +1,22 @@
-"""The chat stream's bytes: one SSE frame per event, and a comment line when the stream has been silent.
+"""The chat stream's bytes: one SSE frame per event, a comment line when the stream has been silent, and
+frames written to the socket in small batches once the answer's text is flowing.
 
 A deep answer on the embedded model can spend a minute in one LLM call. The flows send a ``waiting``
 progress event every ``deep_heartbeat_interval`` seconds, but other flows (or a slow first token) can still
 leave the connection idle, and some proxies close a connection that carries nothing for 30-60 s. So when no
 event was sent for ``sse_keepalive_interval`` seconds, a comment line (``: keep-alive``) goes out: the SSE
 format says clients ignore it (chat-api.js does), and it never changes which events arrive or their order.
+
+Batching (issue #10, ``sse_flush_interval_ms``, off by default): a profile of 200 concurrent streams put
+the largest share of the event loop's time in the per-frame ``send()``; measured, fewer writes did not
+change that benchmark (docs/benchmarks.md), but they do cut system calls and packets, so the option is
+here. After the first visible text has been written (at once: the time to first text must not grow),
+``delta``, ``progress`` and ``tool_result`` frames that become ready within ``flush_interval`` seconds of
+the first pending one are joined and written together. Every event
+stays its own frame, in order, so a client parses exactly the same stream (DESIGN principle 1); only the
+number of writes changes. Frames that change what the user sees or how the turn ends (``route``,
+``tool_call``, ``report``, ``degraded``, ``error``, ``done``) are never held: they go out at once with
+whatever is pending, and the pending batch is always written before the stream ends.
 """
 
 from __future__ import annotations
@@ -13,16 +25,28 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator
 
-from careerwise.events import Event, event_to_sse
+from careerwise.events import DeltaEvent, Event, event_to_sse
 
 log = logging.getLogger(__name__)
 
 KEEPALIVE = b": keep-alive\n\n"
 
+HOLDABLE = frozenset({"delta", "progress", "tool_result"})
+"""Event types whose frames may wait up to the flush interval for company; every other type flushes."""
 
-async def sse_with_keepalive(events: AsyncIterator[Event], interval: float) -> AsyncIterator[bytes]:
+
+async def sse_with_keepalive(
+    events: AsyncIterator[Event],
+    interval: float,
+    *,
+    flush_interval: float = 0.0,
+    text_sent: bool = False,
+) -> AsyncIterator[bytes]:
     """``events`` as SSE frames, in order, with :data:`KEEPALIVE` after every ``interval`` seconds without
-    one. The events are read by one task (so the engine's generator runs in one context from its second
+    one. Each yielded ``bytes`` is one write to the socket: one frame, or (``flush_interval`` > 0, after
+    the first non-empty ``delta``; ``text_sent`` says the caller already wrote one) several frames joined.
+
+    The events are read by one task (so the engine's generator runs in one context from its second
     event to its end); when the client goes, that task is cancelled and awaited: the engine sees the
     cancellation as before and stores the turn as cancelled, and nothing is left running."""
     queue: asyncio.Queue[Event | None] = asyncio.Queue()  # None: the events ended
@@ -34,19 +58,51 @@ async def sse_with_keepalive(events: AsyncIterator[Event], interval: float) -> A
         finally:
             queue.put_nowait(None)
 
+    async def next_item(within: float) -> Event | None:
+        # a ready item is taken without arming a timer: under load most chunks are already queued
+        if not queue.empty():
+            return queue.get_nowait()
+        if within <= 0:
+            raise TimeoutError
+        async with asyncio.timeout(within):  # a timer handle, not a Task per call as wait_for on 3.11
+            return await queue.get()
+
+    loop = asyncio.get_running_loop()
+    batching = text_sent and flush_interval > 0
     task = asyncio.create_task(drain(), name="careerwise-sse-drain")
+    pending: list[bytes] = []
+    deadline = 0.0  # when the pending frames must be written
     try:
         while True:
             try:
-                item = await asyncio.wait_for(queue.get(), timeout=interval)
+                item = await next_item(deadline - loop.time() if pending else interval)
             except TimeoutError:
-                yield KEEPALIVE
+                # the window closed (frames pending) or the stream was silent (nothing pending)
+                yield _take(pending) if pending else KEEPALIVE
                 continue
             if item is None:
                 break
-            yield event_to_sse(item)
+            frame = event_to_sse(item)
+            if not batching:
+                yield frame
+                batching = flush_interval > 0 and isinstance(item, DeltaEvent) and bool(item.text)
+                continue
+            if not pending:
+                deadline = loop.time() + flush_interval
+            pending.append(frame)
+            if item.type not in HOLDABLE:
+                yield _take(pending)
+        if pending:
+            yield _take(pending)
         task.result()  # the engine turns its failures into events; anything else is a bug: raise it
     finally:
         if not task.done():
             task.cancel()
             await asyncio.wait({task})
+
+
+def _take(pending: list[bytes]) -> bytes:
+    """The pending frames as one write, emptying the list."""
+    data = b"".join(pending)
+    pending.clear()
+    return data

@@ -142,7 +142,14 @@ async def chat(
 
     async def stream() -> AsyncIterator[bytes]:
         yield event_to_sse(first)
-        async for frame in sse_with_keepalive(gen, services.settings.sse_keepalive_interval):
+        settings = services.settings
+        frames = sse_with_keepalive(
+            gen,
+            settings.sse_keepalive_interval,
+            flush_interval=settings.sse_flush_interval_ms / 1000,
+            text_sent=isinstance(first, DeltaEvent) and bool(first.text),
+        )
+        async for frame in frames:
             yield frame
 
     return StreamingResponse(
