@@ -111,7 +111,10 @@ class Engine:
                 raise UserInputError(f"history role must be 'user' or 'assistant', got {item.role!r}")
         return message
 
-    async def _history(self, req: TurnRequest) -> list[ChatMessage]:
+    async def _history(self, req: TurnRequest, *, before: str | None = None) -> list[ChatMessage]:
+        """The conversation's finished messages, oldest first; ``before``: this turn's own user message,
+        which is left out (read after the turn is stored, so a reply another process finished while this
+        turn waited is in it)."""
         if req.history is not None:
             items = req.history[-self.limits.max_history_messages :]
             return [
@@ -124,7 +127,11 @@ class Engine:
             rows = (
                 await s.scalars(
                     select(Message)
-                    .where(Message.conversation_id == req.conversation_id, Message.status == "ok")
+                    .where(
+                        Message.conversation_id == req.conversation_id,
+                        Message.status == "ok",
+                        Message.id != before,
+                    )
                     .order_by(Message.created_at.desc())
                     .limit(self.limits.max_history_messages)
                 )
@@ -200,7 +207,6 @@ class Engine:
         """Validate, store, route, run the flow. Raises ``UserInputError`` / ``NotFoundError`` /
         ``ConversationBusyError`` before the first event; after that, failures become events."""
         message = self.validate(req)
-        history = await self._history(req)
         if req.conversation_id and req.conversation_id in self._running:
             raise ConversationBusyError(
                 "a reply is still being written in this conversation; wait for it to finish"
@@ -215,7 +221,8 @@ class Engine:
             if self.pick_provider
             else self.provider
         )
-        conv, _user_msg, asst, trace = await self._open(req, message, model=provider.model)
+        conv, user_msg, asst, trace = await self._open(req, message, model=provider.model)
+        history = await self._history(req, before=user_msg.id)
         self._running.add(conv.id)
         state = TurnState()
         recorder = TraceRecorder(trace.id, started=state.started)
