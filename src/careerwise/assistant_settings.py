@@ -8,17 +8,19 @@ process that shares the database.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
+from sqlalchemy.ext.asyncio import AsyncSession
 
-from careerwise.assistants import DEFAULT_ASSISTANT, AssistantStore
+from careerwise.assistants import DEFAULT_ASSISTANT, AssistantStore, valid_id
 from careerwise.config import Settings
-from careerwise.errors import UserInputError
-from careerwise.store import AssistantSetting, Database, SettingsAudit
+from careerwise.errors import ConflictError, NotFoundError, UserInputError
+from careerwise.store import Assistant, AssistantSetting, Database, SettingsAudit
 
 __all__ = ["DEFAULT_ASSISTANT", "KEYS", "AssistantSettings", "EffectiveSettings", "SettingsStore"]
 Source = Literal["default", "environment", "database"]
@@ -151,31 +153,98 @@ def _coerce(key: str, raw: str) -> Any:
     return raw
 
 
+_ASSISTANTS = Assistant.__table__
+_OVERRIDES = AssistantSetting.__table__
+# a turn's one read: the profile and its overrides (no override: one row with the key NULL)
+_TURN_READ = (
+    select(
+        _ASSISTANTS.c.enabled,
+        _ASSISTANTS.c.system_prompt,
+        _ASSISTANTS.c.knowledge_domains,
+        _OVERRIDES.c.key,
+        _OVERRIDES.c.value,
+    )
+    .select_from(_ASSISTANTS.outerjoin(_OVERRIDES, _OVERRIDES.c.assistant_id == _ASSISTANTS.c.id))
+    .where(_ASSISTANTS.c.id == bindparam("assistant_id"))
+)
+_VALIDATED_MAX = 256  # distinct (assistant, settings) combinations kept validated; then start over
+
+
 class SettingsStore:
     def __init__(self, db: Database, config: Settings) -> None:
         self._db = db
         self._config = config
         self.assistants = AssistantStore(db)
+        self._env: tuple[dict[str, Any], dict[str, Source]] | None = None
+        # (profile, overrides) as read -> the validated settings; see for_turn
+        self._validated: dict[tuple[Any, ...], AssistantSettings] = {}
 
     async def ensure_assistant(self, assistant_id: str = DEFAULT_ASSISTANT) -> None:
         """Only the default is created on demand; any other assistant must exist (404 otherwise)."""
         await self.assistants.get(assistant_id)
 
     async def for_turn(
-        self, assistant_id: str = DEFAULT_ASSISTANT, *, allow_disabled: bool = False
+        self,
+        assistant_id: str = DEFAULT_ASSISTANT,
+        *,
+        allow_disabled: bool = False,
+        session: AsyncSession | None = None,
     ) -> AssistantSettings:
         """Everything a turn reads about its assistant, fresh: settings plus persona and knowledge
         domains from the profile. 404 for an unknown assistant, 409 for a disabled one (unless
-        ``allow_disabled``: the dashboard's retrieval test may try out a disabled assistant)."""
-        profiles = self.assistants
-        profile = await (profiles.get(assistant_id) if allow_disabled else profiles.for_turn(assistant_id))
-        values = (await self.effective(assistant_id)).values
-        return values.model_copy(
-            update={"system_prompt": profile.system_prompt, "knowledge_domains": profile.knowledge_domains}
-        )
+        ``allow_disabled``: the dashboard's retrieval test may try out a disabled assistant).
+
+        One statement (the profile joined with its overrides) on ``session`` when given (the engine
+        reads the token budget on the same connection), so every turn still sees the database as it is
+        now, in every process. Only the validation is remembered, keyed by what was read: the same rows
+        give the same frozen object, and a change gives other rows, hence a new object."""
+        if not allow_disabled and not valid_id(assistant_id):
+            raise NotFoundError(f"no assistant {assistant_id!r}")
+        read = await self._read_turn(assistant_id, session)
+        if read is None and assistant_id == DEFAULT_ASSISTANT:
+            await self.assistants.ensure_default()  # a database created from the models, not migrated
+            read = await self._read_turn(assistant_id, None)
+        if read is None:
+            raise NotFoundError(f"no assistant {assistant_id!r}")
+        enabled, profile, overrides = read
+        if not enabled and not allow_disabled:
+            raise ConflictError(f"the assistant {assistant_id!r} is disabled")
+        key = (profile, overrides)
+        settings = self._validated.get(key)
+        if settings is None:
+            values, _ = self._environment()
+            values.update((k, json.loads(v)) for k, v in overrides)
+            settings = AssistantSettings(**values, system_prompt=profile[0], knowledge_domains=profile[1])
+            if len(self._validated) >= _VALIDATED_MAX:
+                self._validated.clear()
+            self._validated[key] = settings
+        return settings
+
+    async def _read_turn(
+        self, assistant_id: str, session: AsyncSession | None
+    ) -> tuple[bool, tuple[str, tuple[str, ...]], tuple[tuple[str, str], ...]] | None:
+        """(enabled, (persona, domains), sorted (key, JSON value) overrides), or None: no such assistant."""
+        if session is None:
+            async with self._db.session() as s:
+                return await self._read_turn(assistant_id, s)
+        rows = (await session.execute(_TURN_READ, {"assistant_id": assistant_id})).all()
+        if not rows:
+            return None
+        first = rows[0]
+        profile = (first.system_prompt or "", tuple(first.knowledge_domains or ()))
+        overrides = tuple(sorted((r.key, json.dumps(r.value, sort_keys=True)) for r in rows if r.key in KEYS))
+        return bool(first.enabled), profile, overrides
+
+    def _environment(self) -> tuple[dict[str, Any], dict[str, Source]]:
+        """Fresh copies of the configuration's values and sources (computed once: the configuration
+        does not change while the process runs)."""
+        if self._env is None:
+            self._env = _environment_values(self._config)
+        values, sources = self._env
+        return dict(values), dict(sources)
 
     async def effective(self, assistant_id: str = DEFAULT_ASSISTANT) -> EffectiveSettings:
-        values, sources = _environment_values(self._config)
+        values, sources = self._environment()
         async with self._db.session() as s:
             rows = (
                 await s.scalars(select(AssistantSetting).where(AssistantSetting.assistant_id == assistant_id))

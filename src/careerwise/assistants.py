@@ -26,6 +26,13 @@ DEFAULT_NAME = "Summer"
 # lower-case, starts with a letter: it appears in URLs, metric labels and log lines as it is
 ID_PATTERN = r"^[a-z][a-z0-9_-]{1,31}$"
 _ID = re.compile(ID_PATTERN)
+
+
+def valid_id(assistant_id: str) -> bool:
+    """Whether ``assistant_id`` has the form of an assistant id (one that does not is never looked up)."""
+    return _ID.match(assistant_id) is not None
+
+
 PROFILE_FIELDS = ("name", "description", "system_prompt", "knowledge_domains", "enabled")
 
 
@@ -142,7 +149,7 @@ class AssistantStore:
 
     async def for_turn(self, assistant_id: str) -> AssistantProfile:
         """The profile a turn runs with: 404 for an unknown id, 409 for a disabled assistant."""
-        if not _ID.match(assistant_id):
+        if not valid_id(assistant_id):
             raise NotFoundError(f"no assistant {assistant_id!r}")
         profile = await self.get(assistant_id)
         if not profile.enabled:

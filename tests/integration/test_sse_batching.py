@@ -50,7 +50,8 @@ def counted_server(
     servers: list[LiveServer] = []
 
     def factory(flush_ms: int) -> tuple[LiveServer, BodyWrites]:
-        server = LiveServer(make_server_services(sse_flush_interval_ms=flush_ms))
+        # coalescing-when-behind off: a stalled server thread must not merge writes this test counts
+        server = LiveServer(make_server_services(sse_flush_interval_ms=flush_ms, sse_coalesce_behind_ms=0))
         writes = BodyWrites(server.app)
         server.server.config.app = writes  # uvicorn loads its app when it starts
         servers.append(server.start())

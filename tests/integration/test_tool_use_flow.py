@@ -308,3 +308,27 @@ async def test_history_from_the_conversation_is_sent(
     msgs = fake_llm.requests[1]["messages"]
     assert [m["role"] for m in msgs] == ["system", "user", "assistant", "user"]
     assert msgs[2]["content"] == "第一題的回答。"
+
+
+async def test_a_failed_history_read_ends_the_turn_as_an_error_not_a_pending_reply(
+    fake_llm: FakeLLM, make_services: Callable[..., Services], monkeypatch: Any
+) -> None:
+    fake_llm.script(text("第一題的回答。"), text("第三題的回答。"))
+    services = make_services()
+    first = await run_turn(services, "我在考慮轉職")
+    conv = first[-1].conversation_id
+
+    async def broken(*args: Any, **kwargs: Any) -> list[Any]:
+        raise OSError("disk I/O error")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(services.engine, "_history", broken)
+        failed = await run_turn(services, "那要準備多久？", conversation_id=conv)
+    assert [e.type for e in failed][-2:] == ["error", "done"]
+    assert isinstance(failed[-1], DoneEvent) and failed[-1].status == "error"
+    async with services.db.session() as s:
+        statuses = (await s.scalars(select(Message.status).where(Message.conversation_id == conv))).all()
+    assert "pending" not in statuses
+    # the conversation is not left busy: the next message is answered
+    again = await run_turn(services, "那要準備多久？", conversation_id=conv)
+    assert again[-1].status == "ok" and answer(again) == "第三題的回答。"

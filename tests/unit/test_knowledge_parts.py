@@ -172,3 +172,10 @@ def test_int8_scores_stay_within_their_bound_and_rescore_few_rows() -> None:
         assert list(floors) == [np.count_nonzero(scores.low > scores.high[r]) for r in rows]
         assert list(scores.rank_floor(rows[:5])) == list(floors[:5])
         assert all(f <= scores.rank(int(r)) for f, r in zip(floors, rows, strict=True))
+
+
+@pytest.mark.parametrize("token_strings", [[], [""], ["", "  "]])
+def test_bm25_over_no_tokens_scores_nothing(token_strings: list[str]) -> None:
+    # an empty knowledge base once failed to load here (more posting ends than starts)
+    index = BM25Index.from_tokens(token_strings)
+    assert index.scores("面試 準備").tolist() == [0.0] * len(token_strings)

@@ -175,3 +175,34 @@ def test_docs_list_every_rule() -> None:
 
     doc = (Path(__file__).resolve().parents[2] / "docs" / "routing.md").read_text(encoding="utf-8")
     assert [r.id for r in RULES if f"`{r.id}`" not in doc] == []
+
+
+BLIND = EVAL / "blind-2026-11-30" / "messages.jsonl"
+
+
+def test_eval_loader_skips_comment_lines(tmp_path: Path) -> None:
+    path = tmp_path / "set.jsonl"
+    path.write_text(
+        "# written on a day, nothing may be tuned on it\n"
+        '{"message": "嗨", "intent": "greeting", "tier": null}\n'
+        "  # an indented comment\n\n"
+        '{"message": "該不該離職", "intent": "career", "tier": "complex"}\n',
+        encoding="utf-8",
+    )
+    assert [m.message for m in load_messages([path])] == ["嗨", "該不該離職"]
+
+
+def test_the_blind_set_is_separate_mixed_and_says_so() -> None:
+    """The 2026-11-30 blind set: in a subfolder (never read by --fit or the default evaluation), with a
+    header that forbids tuning on it, and none of its messages among the examples or the labelled set."""
+    header = [line for line in BLIND.read_text(encoding="utf-8").splitlines() if line.startswith("#")]
+    assert any("NOTHING may be tuned" in line for line in header)
+    blind = load_messages([BLIND])
+    assert len(blind) >= 120 and {m.intent for m in blind} == set(INTENTS)
+    assert {m.tier for m in blind if m.intent == "career"} == {"simple", "medium", "complex"}
+    assert sum(1 for m in blind if len(m.message) > 150) >= 5
+    texts = {m.message for m in blind}
+    # written without looking, four short phrasings came out identical to existing ones (documented in
+    # docs/routing.md); no more may appear: new examples or labelled messages must not come from this set
+    assert texts & {m.message for m in load_messages([EVAL])} == {"一次諮詢多久？", "怎麼寫離職信"}
+    assert texts & {t for examples in load_examples().values() for t in examples} == {"sup", "lol ok"}

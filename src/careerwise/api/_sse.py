@@ -17,6 +17,11 @@ stays its own frame, in order, so a client parses exactly the same stream (DESIG
 number of writes changes. Frames that change what the user sees or how the turn ends (``route``,
 ``tool_call``, ``report``, ``degraded``, ``error``, ``done``) are never held: they go out at once with
 whatever is pending, and the pending batch is always written before the stream ends.
+
+Coalescing when behind (``sse_coalesce_behind_ms``, on by default): a frame whose event has waited that
+long to be written means the process is behind (hundreds of streams at once); the frames already waiting
+then share its write. Nothing is held for it, so it never delays text; it only keeps a loaded process from
+paying a system call and a pass through the ASGI stack per frame.
 """
 
 from __future__ import annotations
@@ -41,24 +46,33 @@ async def sse_with_keepalive(
     *,
     flush_interval: float = 0.0,
     text_sent: bool = False,
+    coalesce_behind: float = 0.0,
 ) -> AsyncIterator[bytes]:
     """``events`` as SSE frames, in order, with :data:`KEEPALIVE` after every ``interval`` seconds without
     one. Each yielded ``bytes`` is one write to the socket: one frame, or (``flush_interval`` > 0, after
     the first non-empty ``delta``; ``text_sent`` says the caller already wrote one) several frames joined.
 
+    ``coalesce_behind`` > 0: when the frame about to be written has waited that many seconds since its
+    event was ready, the writer is behind (a loaded event loop) and every frame already waiting goes out in
+    the same write. Nothing ever waits for this, so the first text is never held; it only stops a loaded
+    process from spending a system call and a pass through the ASGI stack on every frame, which is what
+    kept it behind (issue #10, docs/benchmarks.md).
+
     The events are read by one task (so the engine's generator runs in one context from its second
     event to its end); when the client goes, that task is cancelled and awaited: the engine sees the
     cancellation as before and stores the turn as cancelled, and nothing is left running."""
-    queue: asyncio.Queue[Event | None] = asyncio.Queue()  # None: the events ended
+    loop = asyncio.get_running_loop()
+    # (event, when it was ready); None: the events ended
+    queue: asyncio.Queue[tuple[Event, float] | None] = asyncio.Queue()
 
     async def drain() -> None:
         try:
             async for event in events:
-                queue.put_nowait(event)
+                queue.put_nowait((event, loop.time()))
         finally:
             queue.put_nowait(None)
 
-    async def next_item(within: float) -> Event | None:
+    async def next_item(within: float) -> tuple[Event, float] | None:
         # a ready item is taken without arming a timer: under load most chunks are already queued
         if not queue.empty():
             return queue.get_nowait()
@@ -67,25 +81,31 @@ async def sse_with_keepalive(
         async with asyncio.timeout(within):  # a timer handle, not a Task per call as wait_for on 3.11
             return await queue.get()
 
-    loop = asyncio.get_running_loop()
     batching = text_sent and flush_interval > 0
     task = asyncio.create_task(drain(), name="careerwise-sse-drain")
     pending: list[bytes] = []
     deadline = 0.0  # when the pending frames must be written
+    ended = False
     try:
-        while True:
+        while not ended:
             try:
-                item = await next_item(deadline - loop.time() if pending else interval)
+                got = await next_item(deadline - loop.time() if pending else interval)
             except TimeoutError:
                 # the window closed (frames pending) or the stream was silent (nothing pending)
                 yield _take(pending) if pending else KEEPALIVE
                 continue
-            if item is None:
+            if got is None:
                 break
+            item, ready_at = got
             frame = event_to_sse(item)
             if not batching:
-                yield frame
-                batching = flush_interval > 0 and isinstance(item, DeltaEvent) and bool(item.text)
+                if coalesce_behind > 0 and not queue.empty() and loop.time() - ready_at >= coalesce_behind:
+                    frames, shown, ended = _ready_frames(queue, [frame], item)
+                    yield b"".join(frames)
+                else:
+                    shown = isinstance(item, DeltaEvent) and bool(item.text)
+                    yield frame
+                batching = flush_interval > 0 and shown
                 continue
             if not pending:
                 deadline = loop.time() + flush_interval
@@ -99,6 +119,22 @@ async def sse_with_keepalive(
         if not task.done():
             task.cancel()
             await asyncio.wait({task})
+
+
+def _ready_frames(
+    queue: asyncio.Queue[tuple[Event, float] | None], frames: list[bytes], first: Event
+) -> tuple[list[bytes], bool, bool]:
+    """``frames`` plus the frames of every event already queued, in order; whether any of them is visible
+    text (it starts the batching), and whether the events ended among them."""
+    shown = isinstance(first, DeltaEvent) and bool(first.text)
+    while not queue.empty():
+        got = queue.get_nowait()
+        if got is None:
+            return frames, shown, True
+        event = got[0]
+        frames.append(event_to_sse(event))
+        shown = shown or (isinstance(event, DeltaEvent) and bool(event.text))
+    return frames, shown, False
 
 
 def _take(pending: list[bytes]) -> bytes:

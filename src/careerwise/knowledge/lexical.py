@@ -158,7 +158,8 @@ class BM25Index:
         )
         terms, docs = np.divmod(keys, max(n, 1))
         starts = np.flatnonzero(np.r_[True, terms[1:] != terms[:-1]]) if len(terms) else np.zeros(0, np.intp)
-        ends = np.r_[starts[1:], len(terms)].astype(np.intp)
+        # an empty knowledge base (or one whose chunks have no tokens) has no postings at all
+        ends = np.r_[starts[1:], len(terms)].astype(np.intp) if len(terms) else np.zeros(0, np.intp)
         df = (ends - starts).astype(np.float64)
         self._avg = float(lengths.mean()) if n else 1.0
         self._norm = self.k1 * (1 - self.b + self.b * lengths / max(self._avg, 1e-6))

@@ -269,6 +269,10 @@ class PgVectorIndex:
     def domain_score(self, qvec: npt.NDArray[np.float32]) -> float:
         return float(self.centroid @ qvec)
 
+    def lexical_scores(self, query: str) -> npt.NDArray[np.float32]:
+        """Every chunk's BM25 score (in process, as ``KnowledgeIndex.lexical_scores``)."""
+        return self.bm25.scores(query)
+
     def search(
         self,
         query: str,
@@ -278,10 +282,13 @@ class PgVectorIndex:
         candidates: int,
         fusion: FusionConfig,
         domains: Sequence[str] | None = None,
+        lexical: npt.NDArray[np.float32] | None = None,
     ) -> SearchResult:
+        """``lexical``: as for ``KnowledgeIndex.search`` (BM25 scores computed beforehand)."""
         if not self.chunks:
             return SearchResult(query=query, hits=[], matched=0)
-        lexical = self.bm25.scores(query)
+        if lexical is None:
+            lexical = self.lexical_scores(query)
         mask = domain_mask(self._domain_masks, len(self.chunks), domains)
         pool = max(candidates, top_k)
         if len(self.chunks) <= self.exact_up_to:

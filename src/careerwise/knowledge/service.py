@@ -2,24 +2,40 @@
 
 Searches go through two per-process caches: query embeddings (``CachedEmbedder``) and whole results
 (``RetrievalCache``, keyed by the knowledge-base version; knowledge/cache.py).
+
+A query that is not in the embedding cache is embedded while a worker thread computes its BM25 scores
+(the engine releases the GIL), so a cold search costs max(embedding, BM25) plus the rest rather than
+the sum; the ranking is the same either way (``overlap_lexical=False`` runs them one after the other;
+tests compare the two).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 from sqlalchemy import select
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import defer
 
 from careerwise.errors import KnowledgeUnavailableError
 from careerwise.knowledge.cache import CacheStats, RetrievalCache, RetrievalKey, domains_key, normalize_query
-from careerwise.knowledge.embeddings import CachedEmbedder, Embedder, Vector, make_embedder, query_means
+from careerwise.knowledge.dense import SEARCH_BLAS_THREADS, set_blas_threads
+from careerwise.knowledge.embeddings import (
+    CachedEmbedder,
+    Embedder,
+    Matrix,
+    Vector,
+    make_embedder,
+    query_means,
+)
 from careerwise.knowledge.index import (
     FusionConfig,
     IndexedChunk,
@@ -56,7 +72,12 @@ class KnowledgeBase:
         reranker: Reranker | None = None,
         query_cache_size: int = 2048,
         retrieval_cache_size: int = 1024,
+        overlap_lexical: bool = True,
+        blas_threads: int | None = SEARCH_BLAS_THREADS,
     ) -> None:
+        """``overlap_lexical``: compute BM25 on a worker thread while a query is embedded (False: one after
+        the other; same results). ``blas_threads``: OpenBLAS's (process-wide) thread count, set at each
+        load (``dense.set_blas_threads``; None leaves it alone)."""
         self._db = db
         self._embedding_model = embedding_model
         self._query_cache_size = query_cache_size
@@ -71,6 +92,10 @@ class KnowledgeBase:
         self._index: SearchIndex | None = None
         self._error: str | None = None
         self._lock = asyncio.Lock()
+        self.overlap_lexical = overlap_lexical
+        self.blas_threads = blas_threads
+        self._lexical_pool: ThreadPoolExecutor | None = None
+        self._lexical_pool_lock = threading.Lock()
 
     @property
     def reranker(self) -> Reranker | None:
@@ -180,6 +205,8 @@ class KnowledgeBase:
                 self._index = await asyncio.to_thread(
                     KnowledgeIndex, chunks, vectors, version=version, query_means=means, tokens=tokens
                 )
+            if self.blas_threads is not None:
+                set_blas_threads(self.blas_threads)
             prepare = getattr(self.reranker, "prepare", None)
             if prepare is not None:  # e.g. SentenceReranker: embed every chunk's sentences now
                 await asyncio.to_thread(prepare, chunks)
@@ -291,9 +318,17 @@ class KnowledgeBase:
         reranker: Reranker | None,
     ) -> list[SearchResult]:
         def run() -> list[SearchResult]:
-            qvecs = self.embedder.embed_queries(queries)
+            qvecs, lexical = self._embed_and_lexical(index, queries)
             results = [
-                index.search(q, qvecs[i], top_k=top_k, candidates=candidates, fusion=fusion, domains=doms[i])
+                index.search(
+                    q,
+                    qvecs[i],
+                    top_k=top_k,
+                    candidates=candidates,
+                    fusion=fusion,
+                    domains=doms[i],
+                    lexical=lexical[i],
+                )
                 for i, q in enumerate(queries)
             ]
             if reranker is not None:
@@ -303,3 +338,51 @@ class KnowledgeBase:
             return results
 
         return await asyncio.to_thread(run)
+
+    def _embed_and_lexical(
+        self, index: SearchIndex, queries: list[str]
+    ) -> tuple[Matrix, list[npt.NDArray[np.float32] | None]]:
+        """The query vectors and, when they must be computed, each query's BM25 scores computed meanwhile
+        (None: ``index.search`` computes them, after the embedding)."""
+        embedder = self.embedder
+        if not self.overlap_lexical or embedder.has_all(queries):
+            return embedder.embed_queries(queries), [None] * len(queries)
+        qvecs, lexical = embed_beside_lexical(embedder, index, queries, self._lexical_worker_pool())
+        return qvecs, list(lexical)
+
+    def _lexical_worker_pool(self) -> ThreadPoolExecutor:
+        """Threads for the BM25 scoring that runs beside a query embedding (created on the first cold
+        search; two, so that concurrent searches do not queue behind each other's BM25)."""
+        with self._lexical_pool_lock:
+            if self._lexical_pool is None:
+                self._lexical_pool = ThreadPoolExecutor(2, thread_name_prefix="careerwise-bm25")
+            return self._lexical_pool
+
+
+def embed_beside_lexical(
+    embedder: Embedder, index: SearchIndex, queries: Sequence[str], pool: ThreadPoolExecutor
+) -> tuple[Matrix, list[npt.NDArray[np.float32]]]:
+    """Embed ``queries`` on this thread while a ``pool`` thread computes their BM25 scores (the engine
+    releases the GIL, so the two overlap; bench/search.py measures it).
+
+    Do not swap the two: BM25 (about a millisecond) is done long before the embedding, so its result is
+    waiting when the vectors are ready, and the critical path never waits for another thread to be
+    scheduled. With the embedding on the pool instead, each cold query paid two thread wake-ups, which
+    cost milliseconds on a loaded machine (measured: docs/retrieval.md)."""
+    pending = pool.submit(_lexical_scores, index, queries)
+    try:
+        qvecs = embedder.embed_queries(list(queries))
+    except BaseException:
+        pending.add_done_callback(_log_unobserved)  # the embedding's error propagates; BM25's is logged
+        raise
+    return qvecs, pending.result()
+
+
+def _log_unobserved(done: Future[list[npt.NDArray[np.float32]]]) -> None:
+    error = None if done.cancelled() else done.exception()
+    if error is not None:
+        log.error("knowledge: BM25 failed beside a failed query embedding", exc_info=error)
+
+
+def _lexical_scores(index: SearchIndex, queries: Sequence[str]) -> list[npt.NDArray[np.float32]]:
+    return [index.lexical_scores(q) for q in queries]

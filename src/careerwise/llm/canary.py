@@ -30,7 +30,12 @@ def new_canary() -> str:
 
 def _held(text: str, canary: str) -> int:
     """Length of the longest tail of ``text`` that is a proper prefix of ``canary``."""
-    for k in range(min(len(text), len(canary) - 1), 0, -1):
+    longest = min(len(text), len(canary) - 1)
+    # every chunk of every answer comes here: when the canary's first character is not among the last
+    # ``longest`` characters (the usual case), no tail can match and the slicing below is skipped
+    if text.find(canary[0], len(text) - longest) < 0:
+        return 0
+    for k in range(longest, 0, -1):
         if text.endswith(canary[:k]):
             return k
     return 0
@@ -95,6 +100,19 @@ class CanaryGuard:
         args: dict[int, _Scrubber] = {}
         try:
             async for chunk in self.inner.stream(self._with_canary(request)):
+                if (
+                    chunk.text
+                    and not chunk.tool_deltas
+                    and chunk.finish_reason is None
+                    and chunk.usage is None
+                ):
+                    # the usual chunk, plain text: passed on as it is unless the scrubber changed it
+                    scrubbed = text.push(chunk.text)
+                    if scrubbed == chunk.text:
+                        yield chunk
+                    elif scrubbed:
+                        yield replace(chunk, text=scrubbed)
+                    continue
                 out_text = text.push(chunk.text) if chunk.text else chunk.text
                 deltas = tuple(
                     replace(d, arguments=args.setdefault(d.index, _Scrubber(self.canary)).push(d.arguments))

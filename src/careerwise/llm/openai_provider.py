@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 import logging
+import ssl
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, Literal
 
+import aiohttp
+import anyio
 import httpx
 import httpx2
 import openai
@@ -29,13 +32,21 @@ class OpenAIProvider:
         connect_timeout: float,
         read_timeout: float,
         stream_usage: bool = True,
+        http_client: Literal["aiohttp", "httpx"] = "aiohttp",
     ) -> None:
         self.name = "openai-compatible"
         self.model = model
         self._stream_usage = stream_usage
         timeout = openai.Timeout(read_timeout, connect=connect_timeout)
+        # The SDK's aiohttp transport (its ``DefaultAioHttpClient``) unless ``http_client="httpx"``: the
+        # default httpx2 path reads every streamed chunk through anyio and pure-Python h11, about a third
+        # of a streamed turn's CPU in the issue #10 profile; aiohttp's reads are native asyncio with a C
+        # parser. Requests, headers, status errors and timeouts stay the SDK's either way.
+        transport = openai.DefaultAioHttpClient(timeout=timeout) if http_client == "aiohttp" else None
         # Retries are ours (one layer, never after the first visible token), so the SDK's are off.
-        self._client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key, max_retries=0, timeout=timeout)
+        self._client = openai.AsyncOpenAI(
+            base_url=base_url, api_key=api_key, max_retries=0, timeout=timeout, http_client=transport
+        )
 
     async def aclose(self) -> None:
         await self._client.close()
@@ -53,6 +64,10 @@ class OpenAIProvider:
         return body
 
     async def stream(self, request: CompletionRequest) -> AsyncIterator[StreamChunk]:
+        """The request goes through the official SDK (its auth, headers, status errors, timeouts); the
+        streamed body is read as raw bytes and parsed here, one ``json.loads`` a chunk. The SDK's own
+        stream builds a pydantic model for every chunk, the largest share of a streamed turn's CPU in
+        the issue #10 profile (docs/benchmarks.md)."""
         body = self._body(request)
         extra: dict[str, Any] = {}
         if self._stream_usage:
@@ -63,33 +78,71 @@ class OpenAIProvider:
         produced = 0
         finished = False
         try:
-            response = await self._client.chat.completions.create(stream=True, **body, **extra)
-            async with response as stream:
-                async for chunk in stream:
-                    converted = _convert(chunk)
-                    produced += len(converted.text or "") + sum(
-                        len(d.arguments or "") for d in converted.tool_deltas
-                    )
-                    if produced > cap:
-                        log.warning("%s: the answer passed %d characters; cut off", self.name, cap)
-                        yield StreamChunk(finish_reason="length")
-                        return
-                    finished = finished or converted.finish_reason is not None
-                    yield converted
+            async with self._client.chat.completions.with_streaming_response.create(
+                stream=True, **body, **extra
+            ) as response:
+                decoder = SSEDecoder()
+                done = False
+                async for data in response.http_response.aiter_bytes():
+                    for event, payload in decoder.feed(data):
+                        if payload.startswith(b"[DONE]"):
+                            done = True  # the rest of the body, if any, is not read (as the SDK does)
+                            break
+                        converted = parse_chunk(event, payload, self.name)
+                        if converted is None:
+                            continue
+                        produced += len(converted.text or "") + sum(
+                            len(d.arguments or "") for d in converted.tool_deltas
+                        )
+                        if produced > cap:
+                            log.warning("%s: the answer passed %d characters; cut off", self.name, cap)
+                            yield StreamChunk(finish_reason="length")
+                            return
+                        finished = finished or converted.finish_reason is not None
+                        yield converted
+                    if done:
+                        break
             if not finished:
                 # every OpenAI-compatible server ends a complete answer with a finish_reason; a stream that
                 # stops without one was cut off, and showing it as a complete answer would hide that
                 raise LLMUnavailableError(f"{self.name}: the stream ended without a finish reason (cut off)")
         except json.JSONDecodeError as exc:
+            log.warning("%s: a malformed chunk in the stream: %s", self.name, exc)
             raise LLMUnavailableError(f"{self.name}: a malformed chunk in the stream: {exc}") from exc
-        except openai.APITimeoutError as exc:
+        except (openai.APITimeoutError, httpx2.TimeoutException, httpx.TimeoutException) as exc:
+            refused = _aiohttp_connection_error(exc)
+            if refused is not None:
+                raise LLMUnavailableError(f"{self.name}: connection failed: {refused}") from exc
             raise LLMTimeoutError(f"{self.name}: no data within the read deadline") from exc
         except openai.APIConnectionError as exc:
             raise LLMUnavailableError(f"{self.name}: connection failed: {exc}") from exc
         except openai.APIStatusError as exc:
             raise _status_error(exc, tools_offered=bool(request.tools)) from exc
-        except (httpx2.HTTPError, httpx.HTTPError) as exc:  # a reset mid-stream surfaces as a raw HTTP error
+        except (
+            httpx2.HTTPError,
+            httpx.HTTPError,
+            aiohttp.ClientError,
+            anyio.EndOfStream,
+            ssl.SSLError,
+        ) as exc:
+            # a reset mid-stream surfaces as a raw HTTP error
             raise LLMUnavailableError(f"{self.name}: stream broke: {exc!r}") from exc
+
+
+def _aiohttp_connection_error(exc: BaseException) -> aiohttp.ClientConnectionError | None:
+    """The SDK's aiohttp transport maps every ``aiohttp.ClientConnectionError`` (refused, reset before the
+    answer) to a *connect timeout*; the httpx2 path calls those connection errors. The cause chain tells
+    them apart, so the user sees "unavailable", not "timed out", whichever transport runs."""
+    seen: BaseException | None = exc
+    for _ in range(8):  # the SDK error -> the httpx2 error -> the aiohttp error
+        if seen is None:
+            return None
+        if isinstance(seen, aiohttp.ClientConnectionError) and not isinstance(
+            seen, aiohttp.ServerTimeoutError
+        ):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
 
 
 def _status_error(exc: openai.APIStatusError, *, tools_offered: bool) -> LLMError:
@@ -104,28 +157,101 @@ def _status_error(exc: openai.APIStatusError, *, tools_offered: bool) -> LLMErro
     return err
 
 
-def _convert(chunk: Any) -> StreamChunk:
+class SSEDecoder:
+    """Server-Sent Events from a byte stream, fed as the network delivers it: returns each event's
+    ``(event name, data)`` once its blank line has arrived; a partial line waits for the next read.
+
+    Lines end with LF, CRLF or CR (a CR at the end of a read waits: the LF may follow). Comment lines
+    (``:``), ``id`` and ``retry`` are ignored; several ``data`` lines of one event are joined with LF."""
+
+    def __init__(self) -> None:
+        self._rest = b""  # a line not yet ended
+        self._skip_lf = False  # the last read ended with CR: a LF opening the next one ends no line
+        self._event = b""
+        self._data: list[bytes] = []
+
+    def feed(self, chunk: bytes) -> list[tuple[bytes, bytes]]:
+        if self._skip_lf and chunk.startswith(b"\n"):
+            chunk = chunk[1:]
+        self._skip_lf = False
+        buf = self._rest + chunk if self._rest else chunk
+        if b"\r" in buf:
+            self._skip_lf = buf.endswith(b"\r")
+            buf = buf.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        lines = buf.split(b"\n")
+        self._rest = lines.pop()
+        out: list[tuple[bytes, bytes]] = []
+        for line in lines:
+            if not line:
+                if self._data:
+                    out.append((self._event, b"\n".join(self._data)))
+                self._event, self._data = b"", []
+            elif line.startswith(b"data:"):
+                self._data.append(line[6:] if line.startswith(b"data: ") else line[5:])
+            elif line.startswith(b"event:"):
+                self._event = line[6:].strip()
+            # ":" comments, "id:", "retry:" and unknown fields: nothing to do
+        return out
+
+
+def _malformed(provider: str, what: str, payload: bytes) -> LLMUnavailableError:
+    log.warning("%s: a malformed chunk in the stream (%s): %r", provider, what, payload[:200])
+    return LLMUnavailableError(f"{provider}: a malformed chunk in the stream: {what}")
+
+
+def parse_chunk(event: bytes, payload: bytes, provider: str = "provider") -> StreamChunk | None:
+    """One ``chat.completion.chunk`` as a :class:`StreamChunk`; None for a chunk that carries nothing
+    (the role-only first chunk, an empty delta), so no layer above spends time on it.
+
+    Raises ``json.JSONDecodeError`` for bad JSON and :class:`LLMUnavailableError` for an error event or a
+    chunk of the wrong shape: the provider failed mid-answer, which the breaker and the retry rules treat
+    like any other provider fault."""
+    obj = json.loads(payload)
+    if not isinstance(obj, dict):
+        raise _malformed(provider, "not a JSON object", payload)
+    error = obj.get("error")
+    if error or event == b"error":
+        message = error.get("message") if isinstance(error, dict) else error
+        log.warning("%s: the stream carried an error: %r", provider, str(message or payload[:200]))
+        raise LLMUnavailableError(f"{provider}: the stream carried an error: {message or 'unknown'}")
     usage = None
-    if getattr(chunk, "usage", None):
+    raw_usage = obj.get("usage")
+    if raw_usage:
+        if not isinstance(raw_usage, dict):
+            raise _malformed(provider, "usage is not an object", payload)
         usage = Usage(
-            prompt_tokens=chunk.usage.prompt_tokens or 0, completion_tokens=chunk.usage.completion_tokens or 0
+            prompt_tokens=raw_usage.get("prompt_tokens") or 0,
+            completion_tokens=raw_usage.get("completion_tokens") or 0,
         )
-    if not chunk.choices:
-        return StreamChunk(usage=usage)
-    choice = chunk.choices[0]
-    delta = choice.delta
-    tool_deltas: tuple[ToolCallDelta, ...] = ()
-    if delta is not None and delta.tool_calls:
-        tool_deltas = tuple(
-            ToolCallDelta(
-                index=tc.index if tc.index is not None else 0,
-                id=tc.id,
-                name=tc.function.name if tc.function else None,
-                arguments=tc.function.arguments if tc.function else None,
-            )
-            for tc in delta.tool_calls
-        )
-    text = delta.content if delta is not None else None
+    choices = obj.get("choices")
+    if not choices:
+        return StreamChunk(usage=usage) if usage is not None else None
+    try:
+        choice = choices[0]
+        delta = choice.get("delta") or {}
+        finish_reason = choice.get("finish_reason")
+        text = delta.get("content")
+        calls = delta.get("tool_calls")
+        tool_deltas: tuple[ToolCallDelta, ...] = ()
+        if calls:
+            tool_deltas = tuple(_tool_delta(tc) for tc in calls)
+    except (AttributeError, KeyError, TypeError, IndexError) as exc:
+        raise _malformed(provider, f"{type(exc).__name__}: {exc}", payload) from exc
+    if text is not None and not isinstance(text, str):
+        raise _malformed(provider, "content is not a string", payload)
+    if not text and not tool_deltas and not finish_reason and usage is None:
+        return None
     return StreamChunk(
-        text=text or None, tool_deltas=tool_deltas, finish_reason=choice.finish_reason, usage=usage
+        text=text or None, tool_deltas=tool_deltas, finish_reason=finish_reason or None, usage=usage
+    )
+
+
+def _tool_delta(tc: dict[str, Any]) -> ToolCallDelta:
+    fn = tc.get("function") or {}
+    index = tc.get("index")
+    return ToolCallDelta(
+        index=index if isinstance(index, int) else 0,
+        id=tc.get("id") or None,
+        name=fn.get("name") or None,
+        arguments=fn.get("arguments") or None,
     )

@@ -1,4 +1,5 @@
-"""The three-layer cascade: rules (free) → embedding similarity (cheap) → LLM classifier (rare).
+"""The three-layer cascade: rules (free) → layer 2 (cheap: a lexical stage, then embedding similarity)
+→ LLM classifier (rare).
 
 Each message stops at the first layer that is sure; a career message then gets its tier. The decision
 records which layer decided and why (rule id; or scores, margin and threshold; or the LLM's answer or
@@ -14,16 +15,19 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from careerwise.knowledge.embeddings import Embedder, Matrix
 from careerwise.llm.types import LLMProvider
 from careerwise.routing import followup
 from careerwise.routing._vectors import PersistentQueryCache
+from careerwise.routing.lexical import NAME as LEXICAL
+from careerwise.routing.lexical import LexicalClassifier, lexical_classifier
 from careerwise.routing.llm_classifier import Failure, LLMIntentClassifier
 from careerwise.routing.router import RouteDecision
 from careerwise.routing.rules import Rule, match_rules
 from careerwise.routing.semantic import IntentScores, SemanticClassifier
-from careerwise.routing.thresholds import NEVER, Thresholds, load_thresholds
+from careerwise.routing.thresholds import NEVER, Thresholds, load_thresholds, thresholds_path
 from careerwise.routing.tier import classify_tier
 
 log = logging.getLogger(__name__)
@@ -44,6 +48,11 @@ class CascadeRouter:
     ``thresholds.json``; thresholds fitted for another model or other examples are not trusted (the
     embedding layer then never decides alone, it only guesses). ``cache_dir`` keeps the example vectors
     on disk between runs (user messages are never written there).
+
+    ``lexical``: layer 2's first stage (``lexical.py``): ``True`` with its packaged
+    ``thresholds-lexical.json``, a ``Thresholds`` to use those, ``False`` for the embedding stage alone.
+    It decides only what it is sure of, so the embedding model is not run for those messages; like the
+    embedding stage it never decides with thresholds fitted for other examples.
     """
 
     def __init__(
@@ -56,6 +65,7 @@ class CascadeRouter:
         no_llm: bool = False,
         llm_timeout: float = 20.0,
         cache_dir: Path | None = None,
+        lexical: bool | Thresholds = True,
     ) -> None:
         self.thresholds = thresholds or load_thresholds(model=embedder.name)
         self.semantic = SemanticClassifier(embedder, examples, k=self.thresholds.k)
@@ -79,7 +89,32 @@ class CascadeRouter:
                 embedder.name,
                 self.semantic.digest,
             )
+        self.lexical: LexicalClassifier | None = None
+        self.lexical_thresholds: Thresholds | None = None
+        if lexical is not False:
+            self._set_up_lexical(examples, None if lexical is True else lexical)
         self.counts: Counter[str] = Counter()  # decisions per layer, and fallbacks per code
+
+    def _set_up_lexical(self, examples: Mapping[str, Sequence[str]] | None, bars: Thresholds | None) -> None:
+        """The first stage, when thresholds fitted for these very examples exist (else it stays off)."""
+        if bars is None:
+            path = thresholds_path(LEXICAL)
+            if not path.exists():
+                log.warning("routing: no %s; layer 2 runs the embedding stage only", path.name)
+                return
+            bars = load_thresholds(path)
+        classifier = lexical_classifier(examples, k=bars.k)
+        if bars.model != LEXICAL or bars.examples_digest != classifier.digest:
+            log.warning(
+                "routing: the lexical thresholds were fitted for %s/%s, not %s/%s; the lexical stage stays "
+                "off until `careerwise route --fit` is run",
+                bars.model,
+                bars.examples_digest,
+                LEXICAL,
+                classifier.digest,
+            )
+            return
+        self.lexical, self.lexical_thresholds = classifier, bars
 
     # -- preparation ---------------------------------------------------------------------------
 
@@ -96,6 +131,10 @@ class CascadeRouter:
 
     async def prepare(self) -> None:
         """Embed the example utterances now (off the event loop) instead of on the first message."""
+        if self.semantic.ready:
+            # every message comes through here: no thread hop once prepared (in a burst the hop would
+            # wait for a worker thread behind the other messages' embeddings)
+            return
         await asyncio.to_thread(self._prepare_blocking)
 
     # -- routing -------------------------------------------------------------------------------
@@ -118,6 +157,15 @@ class CascadeRouter:
                 out[i] = self._by_rule(message, rule)
             else:
                 pending.append(i)
+        first: dict[int, IntentScores] = {}
+        if pending and self.lexical is not None:
+            # on the event loop: about 0.1 ms a message, less than a hop to a worker thread would cost
+            found = self.lexical.score([messages[i] for i in pending])
+            first = dict(zip(pending, found, strict=True))
+            for i, s in first.items():
+                if self._lexical_sure(s):
+                    out[i] = self._by_lexical(messages[i], s)
+            pending = [i for i in pending if out[i] is None]
         if pending:
             await self.prepare()
             texts = [messages[i] for i in pending]
@@ -127,7 +175,7 @@ class CascadeRouter:
             else:
                 scores = await asyncio.to_thread(self.semantic.score, texts)
             for i, s in zip(pending, scores, strict=True):
-                out[i] = await self._after_rules(messages[i], s)
+                out[i] = await self._after_rules(messages[i], s, first.get(i))
         return self._count([d for d in out if d is not None], started)
 
     def _count(self, decisions: list[RouteDecision], started: float) -> list[RouteDecision]:
@@ -149,6 +197,9 @@ class CascadeRouter:
         routed exactly as ``route`` would (so no extra cost for a message that says what it wants)."""
         if not previous or match_rules(message) is not None or not followup.candidate(message):
             return await self.route(message)
+        # A short follow-up skips layer 2's lexical stage: its few words overlap the examples by chance
+        # («what about in Taipei?» shares "what about" with career examples), and the rule below was
+        # calibrated on the embedding stage, which places such a message by meaning or not at all.
         started = time.perf_counter()
         await self.prepare()
         s = (await asyncio.to_thread(self.semantic.score, [message]))[0]
@@ -167,7 +218,7 @@ class CascadeRouter:
             intent=intent,
             layer="history",
             reasons=[
-                summary,
+                *summary,
                 f"history: a short follow-up ({why}) keeps the {intent} intent of «{turn[:40]}»",
             ],
             **layer2,
@@ -209,32 +260,75 @@ class CascadeRouter:
             rule_id=rule.id,
         )
 
-    def _layer2(self, s: IntentScores) -> tuple[dict[str, object], str]:
-        """The layer-2 fields of the routing record, and their one-line summary."""
+    def _stage(self, stage: str, s: IntentScores, bars: Thresholds, accepted: bool) -> dict[str, object]:
+        """One stage's part of the routing record."""
         (best, best_score), (second, second_score) = s.best, s.runner_up
-        threshold = self.thresholds.thresholds.get(best, NEVER)
-        layer2: dict[str, object] = {
+        return {
+            "stage": stage,
+            "model": bars.model,
             "scores": {name: _r(v) for name, v in s.scores.items()},
             "top": [(best, _r(best_score)), (second, _r(second_score))],
             "margin": _r(s.margin),
-            "threshold": threshold,
-            "required_margin": self.thresholds.margin,
+            "threshold": bars.thresholds.get(best, NEVER),
+            "required_margin": bars.margin,
+            "accepted": accepted,
         }
-        summary = (
-            f"embedding: {best} {best_score:.3f} (threshold {threshold:.3f}), "
-            f"{second} {second_score:.3f}, margin {s.margin:.3f} (required {self.thresholds.margin:.3f})"
+
+    @staticmethod
+    def _summary(stage: Mapping[str, Any]) -> str:
+        (best, best_score), (second, second_score) = stage["top"]
+        verdict = "sure" if stage["accepted"] else "not sure"
+        return (
+            f"{stage['stage']}: {best} {best_score:.3f} (threshold {stage['threshold']:.3f}), "
+            f"{second} {second_score:.3f}, margin {stage['margin']:.3f} "
+            f"(required {stage['required_margin']:.3f}): {verdict}"
         )
-        return layer2, summary
+
+    def _layer2(
+        self, s: IntentScores, lexical: IntentScores | None = None
+    ) -> tuple[dict[str, object], list[str]]:
+        """The layer-2 fields of the routing record (the embedding stage's at the top level, every stage
+        that ran under ``stages``), and one summary line per stage."""
+        stages = []
+        if lexical is not None and self.lexical_thresholds is not None:
+            stages.append(self._stage("lexical", lexical, self.lexical_thresholds, False))
+        stages.append(self._stage("embedding", s, self.thresholds, self._confident(s)))
+        last = stages[-1]
+        layer2: dict[str, object] = {
+            key: last[key] for key in ("scores", "top", "margin", "threshold", "required_margin")
+        }
+        layer2["stages"] = stages
+        return layer2, [self._summary(stage) for stage in stages]
+
+    def _lexical_sure(self, s: IntentScores) -> bool:
+        return self.lexical_thresholds is not None and self.lexical_thresholds.accepts(s)
+
+    def _by_lexical(self, message: str, s: IntentScores) -> RouteDecision:
+        assert self.lexical_thresholds is not None
+        stage = self._stage("lexical", s, self.lexical_thresholds, True)
+        fields = {key: stage[key] for key in ("scores", "top", "margin", "threshold", "required_margin")}
+        return self._finish(
+            message,
+            intent=s.best[0],
+            layer="lexical",
+            reasons=[f"{self._summary(stage)}; the embedding stage was not needed"],
+            stages=[stage],
+            **fields,
+        )
 
     def _confident(self, s: IntentScores) -> bool:
         return self.trusted and self.thresholds.accepts(s)
 
-    async def _after_rules(self, message: str, s: IntentScores) -> RouteDecision:
+    async def _after_rules(
+        self, message: str, s: IntentScores, lexical: IntentScores | None = None
+    ) -> RouteDecision:
+        """The embedding stage's verdict (``lexical``: the first stage's scores, which were not sure),
+        then the LLM or the no-LLM guess."""
         (best, best_score), _ = s.best, s.runner_up
         threshold = self.thresholds.thresholds.get(best, NEVER)
-        layer2, summary = self._layer2(s)
+        layer2, summary = self._layer2(s, lexical)
         if self._confident(s):
-            return self._finish(message, intent=best, layer="embedding", reasons=[summary], **layer2)
+            return self._finish(message, intent=best, layer="embedding", reasons=summary, **layer2)
         why = (
             "thresholds were fitted for another model or examples"
             if not self.trusted
@@ -251,7 +345,7 @@ class CascadeRouter:
                 message,
                 intent=guess,
                 layer="embedding-guess",
-                reasons=[summary, f"not sure ({why}); no-LLM mode: guessed {guess}"],
+                reasons=[*summary, f"not sure ({why}); no-LLM mode: guessed {guess}"],
                 **layer2,
             )
         result = await self.llm.classify(message)
@@ -261,7 +355,7 @@ class CascadeRouter:
                 intent="career",
                 layer="llm-fallback",
                 reasons=[
-                    summary,
+                    *summary,
                     f"not sure ({why}): asked the LLM",
                     f"LLM failed ({result.code}: {result.detail}); fell back to career",
                 ],
@@ -273,7 +367,7 @@ class CascadeRouter:
             intent=result.intent,
             layer="llm",
             reasons=[
-                summary,
+                *summary,
                 f"not sure ({why}): asked the LLM",
                 f"LLM: {result.intent} (confidence {result.confidence:.2f}, {result.duration_ms:.0f} ms)",
             ],

@@ -21,6 +21,8 @@ from careerwise.knowledge.embeddings import Embedder, Matrix
 from careerwise.llm.types import LLMProvider
 from careerwise.routing._vectors import PersistentQueryCache
 from careerwise.routing.cascade import CascadeRouter
+from careerwise.routing.lexical import NAME as LEXICAL
+from careerwise.routing.lexical import lexical_classifier
 from careerwise.routing.router import LAYERS, RouteDecision
 from careerwise.routing.rules import match_rules
 from careerwise.routing.semantic import INTENTS, SemanticClassifier, clip
@@ -54,14 +56,15 @@ class LabelledMessage:
 
 
 def load_messages(paths: Iterable[Path] | None = None) -> list[LabelledMessage]:
-    """Every line of every file (a folder means its ``*.jsonl``), validated."""
+    """Every line of every file (a folder means its ``*.jsonl``), validated. Lines starting with ``#`` are
+    comments (a set's header: when and how it was written)."""
     files: list[Path] = []
     for p in paths or [default_eval_dir()]:
         files.extend(sorted(p.glob("*.jsonl")) if p.is_dir() else [p])
     out: list[LabelledMessage] = []
     for path in files:
         for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            if not line.strip():
+            if not line.strip() or line.lstrip().startswith("#"):
                 continue
             row = json.loads(line)
             intent, tier = row["intent"], row.get("tier")
@@ -101,8 +104,9 @@ class RoutingReport:
 
     @property
     def without_llm(self) -> float:
-        """Share decided by rules or a confident embedding (guesses would have needed the LLM)."""
-        return (self.layers["rules"] + self.layers["embedding"]) / self.n if self.n else 0.0
+        """Share decided by rules or a confident layer 2 (guesses would have needed the LLM)."""
+        sure = self.layers["rules"] + self.layers["lexical"] + self.layers["embedding"]
+        return sure / self.n if self.n else 0.0
 
     def share(self, layer: str) -> float:
         return self.layers[layer] / self.n if self.n else 0.0
@@ -157,7 +161,7 @@ class RoutingReport:
             f"split {self.split}: {self.n} messages ({self.tier_n} career)",
             f"  intent accuracy   {self.intent_accuracy:7.1%}",
             f"  tier accuracy     {self.tier_accuracy:7.1%}   (career messages, the tier function)",
-            f"  without the LLM   {self.without_llm:7.1%}   (rules + confident embedding)",
+            f"  without the LLM   {self.without_llm:7.1%}   (rules + a confident layer 2)",
             "  layer             share   accuracy",
         ]
         for layer in LAYERS:
@@ -217,6 +221,37 @@ class FitResult:
     thresholds: Thresholds
     train: RoutingReport
     test: RoutingReport
+    lexical: Thresholds | None = None
+
+
+def fit_lexical(
+    messages: Sequence[LabelledMessage], *, target_precision: float = 0.98, k: int = 3
+) -> Thresholds:
+    """Calibrate layer 2's lexical stage (``thresholds-lexical.json``) on the training split's messages
+    that no rule decides *plus* every example scored against the other examples: the training messages
+    alone are too easy for an n-gram scorer (every bar keeps 100 % precision, so the fit would accept
+    nearly everything), while the examples left out one at a time include the hard, short, ambiguous
+    phrasings (docs/routing.md, "Layer 2, stage 1")."""
+    classifier = lexical_classifier(k=k)
+    train = [m for m in messages if m.split == "train" and match_rules(m.message) is None]
+    samples = list(zip(classifier.score([m.message for m in train]), [m.intent for m in train], strict=True))
+    samples += classifier.held_out_examples()
+    bars = fit_thresholds(
+        samples, model=LEXICAL, examples_digest=classifier.digest, k=k, target_precision=target_precision
+    )
+    return Thresholds(
+        thresholds=bars.thresholds,
+        margin=bars.margin,
+        model=bars.model,
+        examples_digest=bars.examples_digest,
+        k=k,
+        target_precision=target_precision,
+        report={
+            "fitted_at": datetime.now(UTC).strftime("%Y-%m-%d"),
+            "calibration_messages": len(train),
+            "calibration_examples": len(samples) - len(train),
+        },
+    )
 
 
 async def fit(
@@ -227,10 +262,14 @@ async def fit(
     cache_dir: Path | None = None,
     target_precision: float = 0.98,
     k: int = 3,
+    lexical: bool = True,
 ) -> FitResult:
     """Calibrate the thresholds on the training split's messages that the rules do not decide, then
     report both splits with layer 3 off (``provider=None``: the LLM's share shows as
-    ``embedding-guess``) or on."""
+    ``embedding-guess``) or on. ``lexical``: also calibrate layer 2's first stage (``fit_lexical``),
+    and report with it in front; the embedding stage's bars are fitted on the same messages either way
+    (it must stand alone when the first stage is off)."""
+    lexical_bars = fit_lexical(messages, target_precision=target_precision, k=k) if lexical else None
     vectors = embed_messages(embedder, messages, cache_dir)
     semantic = SemanticClassifier(embedder, k=k)
     cached = PersistentQueryCache(embedder, cache_dir) if cache_dir else None
@@ -246,7 +285,13 @@ async def fit(
         k=k,
         target_precision=target_precision,
     )
-    router = CascadeRouter(embedder, provider, thresholds, cache_dir=cache_dir)
+    router = CascadeRouter(
+        embedder,
+        provider,
+        thresholds,
+        cache_dir=cache_dir,
+        lexical=lexical_bars if lexical_bars is not None else False,
+    )
     train_report = await evaluate(router, messages, split="train", vectors=vectors)
     test_report = await evaluate(router, messages, split="test", vectors=vectors)
     summary = {
@@ -267,6 +312,7 @@ async def fit(
         ),
         train_report,
         test_report,
+        lexical_bars,
     )
 
 

@@ -15,8 +15,11 @@ from careerwise.routing.tier import classify_tier
 # engine, not a router: an open multi-turn dialogue such as a booking claimed the message), "upload" (a
 # file sent to POST /api/resumes: the caller names the route and the flow).
 # "history": a short follow-up kept the intent of the conversation's previous turn (followup.py).
+# "lexical": layer 2's first stage (character n-grams, lexical.py) was sure; the embedding stage was
+# skipped.
 LAYERS = (
     "rules",
+    "lexical",
     "embedding",
     "history",
     "llm",
@@ -48,6 +51,10 @@ class RouteDecision:
     fallback: str | None = None
     tier_reasons: list[str] = field(default_factory=list)
     duration_ms: float | None = None
+    # layer 2 stage by stage, in the order they ran: {"stage": "lexical" | "embedding", "model", "scores",
+    # "top", "margin", "threshold", "required_margin", "accepted"}; the top-level layer-2 fields above
+    # are those of the last stage that ran (the one that decided, or the one that passed the message on)
+    stages: list[dict[str, Any]] | None = None
 
     def to_json(self) -> dict[str, Any]:
         """Plain JSON (the CLI's ``--json``, traces); ``top`` as [[intent, score], ...]."""
@@ -67,6 +74,7 @@ class RouteDecision:
             "fallback": self.fallback,
             "tier_reasons": list(self.tier_reasons),
             "duration_ms": self.duration_ms,
+            "stages": [dict(stage) for stage in self.stages] if self.stages is not None else None,
         }
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+import time
 import weakref
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -14,7 +15,7 @@ from typing import Any
 
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Engine, make_url
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import DisconnectionError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker, create_async_engine
 
 log = logging.getLogger(__name__)
@@ -161,21 +162,72 @@ class _LoopLocks:
             return lock
 
 
+PING_AFTER_IDLE = 5.0  # seconds; see _ping_when_idle
+
+
+def _ping_when_idle(engine: Engine, idle: float) -> None:
+    """Ping a pooled connection at checkout only when it has been idle ``idle`` seconds or more.
+
+    SQLAlchemy's ``pool_pre_ping`` pings at every checkout: on PostgreSQL one more round trip and about
+    0.3 ms of event-loop CPU per session, four or five sessions a turn (docs/benchmarks.md, "The fixed
+    work of a turn"). A server restart or an idle timeout drops connections that sat in the pool, and
+    those are pinged here; a connection handed back moments ago is not. A failed ping is logged and
+    raised as ``DisconnectionError``, on which the pool throws the connection away and checks out
+    another (a fresh one when the server is back). A connection that breaks mid-use is caught by
+    SQLAlchemy's disconnect detection, which invalidates the whole pool: the request fails, the next
+    ones reconnect."""
+
+    @event.listens_for(engine, "connect")
+    def _connected(dbapi_connection: Any, record: Any) -> None:
+        record.info["cw_idle_since"] = time.monotonic()
+
+    @event.listens_for(engine, "checkin")
+    def _returned(dbapi_connection: Any, record: Any) -> None:
+        record.info["cw_idle_since"] = time.monotonic()
+
+    @event.listens_for(engine, "checkout")
+    def _checkout(dbapi_connection: Any, record: Any, proxy: Any) -> None:
+        since = record.info.get("cw_idle_since")
+        if since is not None and time.monotonic() - since < idle:
+            return
+        try:
+            engine.dialect.do_ping(dbapi_connection)
+        except Exception as exc:
+            log.warning(
+                "database: a pooled connection that sat idle did not answer a ping (%s); reconnecting", exc
+            )
+            raise DisconnectionError("the pooled connection did not answer a ping") from exc
+
+
 class Database:
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, ping_after_idle: float = PING_AFTER_IDLE) -> None:
         url = async_url(url)
         self.url = url
         if url.startswith("sqlite"):
             path = make_url(url).database
             if path and path != ":memory:":
                 Path(path).parent.mkdir(parents=True, exist_ok=True)
-        self.engine = create_async_engine(url, pool_pre_ping=True)
+        self.engine = create_async_engine(url)
+        sync_engine: Engine = self.engine.sync_engine
         if url.startswith("sqlite"):
-            sync_engine: Engine = self.engine.sync_engine
             event.listen(sync_engine, "connect", _sqlite_pragmas)
+        else:  # an SQLite file cannot drop a connection: nothing to ping there
+            _ping_when_idle(sync_engine, ping_after_idle)
         info = {"write_locks": _LoopLocks()} if url.startswith("sqlite") else {}
         self.sessions = async_sessionmaker(
             self.engine, class_=SerialWriteSession, expire_on_commit=False, info=info
+        )
+        # PostgreSQL: sessions whose statements each commit on their own (see ``session``); the same
+        # pool, the driver's autocommit flag set on checkout and cleared on return (no round trip)
+        self._autocommit_sessions = (
+            self.sessions
+            if url.startswith("sqlite")
+            else async_sessionmaker(
+                self.engine.execution_options(isolation_level="AUTOCOMMIT"),
+                class_=SerialWriteSession,
+                expire_on_commit=False,
+                info=info,
+            )
         )
         self._blocking_engine: Engine | None = None
         self._blocking_lock = threading.Lock()
@@ -196,8 +248,13 @@ class Database:
         upgrade(self.url)
 
     @asynccontextmanager
-    async def session(self) -> AsyncIterator[AsyncSession]:
-        async with self.sessions() as session:
+    async def session(self, *, autocommit: bool = False) -> AsyncIterator[AsyncSession]:
+        """A session. ``autocommit``: for reads, and for a single statement that is atomic by itself
+        (an upsert): on PostgreSQL no BEGIN and no COMMIT/ROLLBACK, two round trips fewer through the
+        event loop; each statement sees the data committed when it starts. SQLite's driver opens no
+        transaction for a read anyway, so there it is an ordinary session (writes still queue for the
+        process's write lock)."""
+        async with (self._autocommit_sessions if autocommit else self.sessions)() as session:
             yield session
 
     async def dispose(self) -> None:

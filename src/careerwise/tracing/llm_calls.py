@@ -92,7 +92,8 @@ class ObservedProvider:
                     completion_tokens = (completion_tokens or 0) + chunk.usage.completion_tokens
                 if chunk.finish_reason:
                     finish_reason = chunk.finish_reason
-                tool_ids.update(d.index for d in chunk.tool_deltas)
+                if chunk.tool_deltas:
+                    tool_ids.update(d.index for d in chunk.tool_deltas)
                 yield chunk
             error = None
         except CareerWiseError as exc:

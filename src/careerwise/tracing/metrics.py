@@ -245,6 +245,8 @@ class MetricsTurn:
         self.not_run: set[str] = set()
 
     def observe(self, event: Event) -> None:
+        if event.type == "delta":
+            return  # most events of a turn, one a streamed chunk, and none is counted: the cheap test first
         m = self.m
         match event:
             case RouteEvent():

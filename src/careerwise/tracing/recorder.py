@@ -5,12 +5,20 @@ Rows: ``trace_events`` (every event but the text deltas after the first, as the 
 routing, LLM calls, tool calls, degradations, errors). Everything stored here is masked
 (careerwise.tracing.masking); the assistant message text (:attr:`TraceRecorder.text`) is not: it is the
 user's own history.
+
+The rows are plain slotted dataclasses, not ORM objects: the engine stores them with one multi-row
+``INSERT`` per table (:meth:`TraceRecorder.batches`) in the turn's closing transaction. Building ORM
+instances and letting the unit of work flush them cost about a millisecond of event-loop CPU a turn
+(docs/benchmarks.md, "The fixed work of a turn").
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any, assert_never
+
+from sqlalchemy import Table
 
 from careerwise.events import (
     DegradedEvent,
@@ -44,15 +52,63 @@ def llm_span_attributes(call: LLMCall) -> dict[str, Any]:
     }
 
 
+@dataclass(slots=True)
+class EventRow:
+    """A ``trace_events`` row."""
+
+    trace_id: str
+    seq: int
+    t_ms: float
+    type: str
+    payload: dict[str, Any]
+
+
+@dataclass(slots=True)
+class ToolCallRow:
+    """A ``tool_calls`` row; the outcome fields are filled in when the tool's result arrives."""
+
+    trace_id: str
+    call_id: str
+    name: str
+    requested_arguments: dict[str, Any]
+    effective_arguments: dict[str, Any]
+    reason: str
+    ok: bool | None = None
+    returned: int | None = None
+    duration_ms: float | None = None
+
+
+@dataclass(slots=True)
+class SpanRow:
+    """A ``trace_spans`` row; ``seq`` is given by start time in :attr:`TraceRecorder.spans`."""
+
+    trace_id: str
+    seq: int
+    kind: str
+    name: str
+    start_ms: float
+    duration_ms: float
+    status: str
+    attributes: dict[str, Any]
+
+
+def _without_type(payload: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in payload.items() if k != "type"}
+
+
+def _values(row: EventRow | ToolCallRow | SpanRow) -> dict[str, Any]:
+    return {name: getattr(row, name) for name in row.__slots__}
+
+
 class TraceRecorder:
     def __init__(self, trace_id: str, *, started: float | None = None) -> None:
         self.trace_id = trace_id
         self._t0 = started if started is not None else time.perf_counter()
         self._seq = 0
-        self.rows: list[TraceEvent] = []
-        self.tool_calls: dict[str, ToolCallRecord] = {}
-        self._spans: list[TraceSpan] = []
-        self._tool_spans: dict[str, TraceSpan] = {}
+        self.rows: list[EventRow] = []
+        self.tool_calls: dict[str, ToolCallRow] = {}
+        self._spans: list[SpanRow] = []
+        self._tool_spans: dict[str, SpanRow] = {}
         self.llm_calls: list[LLMCall] = []
         self.answer: list[str] = []
         self.route: RouteEvent | None = None
@@ -73,8 +129,9 @@ class TraceRecorder:
         attributes: dict[str, Any],
         *,
         ok: bool,
-    ) -> TraceSpan:
-        span = TraceSpan(
+        masked: bool = False,
+    ) -> SpanRow:
+        span = SpanRow(
             trace_id=self.trace_id,
             seq=0,  # numbered by start time in ``spans``
             kind=kind,
@@ -82,7 +139,7 @@ class TraceRecorder:
             start_ms=max(0.0, round(start_ms, 2)),
             duration_ms=round(duration_ms, 2),
             status="ok" if ok else "error",
-            attributes=mask_json(attributes),
+            attributes=attributes if masked else mask_json(attributes),
         )
         self._spans.append(span)
         return span
@@ -90,19 +147,22 @@ class TraceRecorder:
     def observe(self, event: Event) -> None:
         t_ms = self._ms()
         self._seq += 1
+        if isinstance(event, DeltaEvent):
+            self.answer.append(event.text)
+            self.deltas += 1
+            if self.deltas > 1:
+                return  # text is stored on the message; the trace keeps the first delta's timing only
+        # dumped and masked once: the event row and the route's or tool's span share it
+        payload: dict[str, Any] = mask_json(event.model_dump(mode="json"))
         match event:
             case DeltaEvent():
-                self.answer.append(event.text)
-                self.deltas += 1
-                if self.deltas > 1:
-                    return  # text is stored on the message; the trace keeps the first delta's timing only
+                pass  # counted above
             case RouteEvent():
                 self.route = event
                 took = event.duration_ms or 0.0
-                attrs = event.model_dump(mode="json", exclude={"type"})
-                self._span("route", "route", t_ms - took, took, attrs, ok=True)
+                self._span("route", "route", t_ms - took, took, _without_type(payload), ok=True, masked=True)
             case ToolCallEvent():
-                self.tool_calls[event.call_id] = ToolCallRecord(
+                self.tool_calls[event.call_id] = ToolCallRow(
                     trace_id=self.trace_id,
                     call_id=event.call_id,
                     name=event.name,
@@ -110,9 +170,14 @@ class TraceRecorder:
                     effective_arguments=mask_json(event.effective_arguments),
                     reason=mask_text(event.reason),
                 )
-                attrs = event.model_dump(mode="json", exclude={"type"})
                 self._tool_spans[event.call_id] = self._span(
-                    "tool", f"execute_tool {event.name}", t_ms, 0.0, attrs, ok=True
+                    "tool",
+                    f"execute_tool {event.name}",
+                    t_ms,
+                    0.0,
+                    _without_type(payload),
+                    ok=True,
+                    masked=True,
                 )
             case ToolResultEvent():
                 rec = self.tool_calls.get(event.call_id)
@@ -138,9 +203,8 @@ class TraceRecorder:
                 pass
             case _:
                 assert_never(event)
-        payload: dict[str, Any] = mask_json(event.model_dump(mode="json"))
         self.rows.append(
-            TraceEvent(trace_id=self.trace_id, seq=self._seq, t_ms=t_ms, type=event.type, payload=payload)
+            EventRow(trace_id=self.trace_id, seq=self._seq, t_ms=t_ms, type=event.type, payload=payload)
         )
 
     def llm_call(self, call: LLMCall) -> None:
@@ -158,12 +222,21 @@ class TraceRecorder:
         """Nothing to do: the engine writes :attr:`rows`, :attr:`tool_calls` and :attr:`spans`."""
 
     @property
-    def spans(self) -> list[TraceSpan]:
+    def spans(self) -> list[SpanRow]:
         """The spans in start order, numbered."""
         ordered = sorted(self._spans, key=lambda s: s.start_ms)
         for n, span in enumerate(ordered, 1):
             span.seq = n
         return ordered
+
+    def batches(self) -> list[tuple[Table, list[dict[str, Any]]]]:
+        """The rows to insert, per table, each as one executemany (tables with no rows left out)."""
+        tables: list[tuple[Any, list[EventRow] | list[ToolCallRow] | list[SpanRow]]] = [
+            (TraceEvent, self.rows),
+            (ToolCallRecord, list(self.tool_calls.values())),
+            (TraceSpan, self.spans),
+        ]
+        return [(model.__table__, [_values(r) for r in rows]) for model, rows in tables if rows]
 
     @property
     def text(self) -> str:

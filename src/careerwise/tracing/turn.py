@@ -63,12 +63,19 @@ class TurnObserver:
             try:
                 call(sink)
             except Exception:
-                name = type(sink).__name__
-                log.exception("turn %s: the %s sink failed on %s", self.start.trace_id, name, what)
-                self._on_failure(name)
+                log.exception("turn %s: the %s sink failed on %s", self.start.trace_id, _name(sink), what)
+                self._on_failure(_name(sink))
 
     def observe(self, event: Event) -> None:
-        self._each(event.type, lambda s: s.observe(event))
+        # called for every streamed chunk: a plain loop, no closure per event
+        for sink in self._sinks:
+            try:
+                sink.observe(event)
+            except Exception:
+                log.exception(
+                    "turn %s: the %s sink failed on %s", self.start.trace_id, _name(sink), event.type
+                )
+                self._on_failure(_name(sink))
 
     def llm_call(self, call: LLMCall) -> None:
         self._each("llm_call", lambda s: s.llm_call(call))
@@ -78,3 +85,7 @@ class TurnObserver:
             return
         self._finished = True
         self._each("finish", lambda s: s.finish(end))
+
+
+def _name(sink: TurnSink) -> str:
+    return type(sink).__name__

@@ -1,0 +1,456 @@
+"""CPU milliseconds per streamed turn of the serving process: the deterministic measure behind the burst.
+
+The concurrency burst (bench/concurrency.py) misses its latency goal because the serving process spends
+more CPU per turn than 100 arriving turns a second allow on one core (< ~10 ms a turn). Latency on this
+shared machine is noisy; CPU time per turn is not, so this benchmark counts CPU, at low concurrency.
+
+Set-up: the fake provider in its own process (text mode: path B, 43 chunks a reply; ``FIRST_TOKEN`` to
+the first token, ``INTER_CHUNK`` between chunks), `careerwise serve --workers 1` in another (SQLite, a
+copy of the ingested corpus), this process the client: ``TURNS`` streamed ``POST /api/chat`` («面試怎麼準備
+N», career/simple), ``CONCURRENCY`` at a time, after a warm-up. CPU comes from ``/proc/PID/stat`` and per
+thread from ``/proc/PID/task/*/stat`` (user + system ticks) before and after the run: the event-loop thread
+(the process's main thread) and the others (the embedder, aiosqlite, the default executor).
+
+Two phases on the same server: the reply in 43 chunks (the burst's), then the same text in 5 chunks; the
+difference is the loop's CPU per streamed chunk, the rest its fixed CPU per turn. Baseline, in the same
+run: the same requests sent straight to the fake's ``/v1/chat/completions`` (same
+client, same concurrency), and the fake's CPU per request; the ratio says how many times the provider's own
+work on the same stream one CareerWise turn costs.
+
+``BENCH_TURNCOST_PROFILE=1`` also records the measured run with py-spy (``.venv/bin/py-spy``, 250 Hz,
+the loop thread) and prints the heaviest functions (own samples and inclusive) and a per-layer share.
+``BENCH_TURNCOST_TURNS`` (100) and ``BENCH_TURNCOST_CONCURRENCY`` (4) change the load.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from bench._serve import data_dir_with_corpus, descendants, serve
+from bench.common import free_port, process, table
+
+FIRST_TOKEN = 0.10
+INTER_CHUNK = 0.02
+TURNS = int(os.environ.get("BENCH_TURNCOST_TURNS", "100"))
+CONCURRENCY = int(os.environ.get("BENCH_TURNCOST_CONCURRENCY", "4"))
+PROFILE = os.environ.get("BENCH_TURNCOST_PROFILE", "") not in ("", "0")
+MESSAGE = "面試怎麼準備 {i}"
+FEW_SIZE = 20  # the second phase's chunk size: 5 chunks a reply instead of 43
+FEW_FROM = 1_000_000  # message numbers from here on get the short-chunk reply
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+# ---------------------------------------------------------------- CPU by thread
+
+
+def _ticks(stat_path: Path) -> tuple[str, int, int] | None:
+    try:
+        text = stat_path.read_text()
+    except OSError:
+        return None  # the thread ended meanwhile
+    name = text[text.index("(") + 1 : text.rindex(")")]
+    fields = text.rsplit(")", 1)[1].split()
+    return name, int(fields[11]), int(fields[12])  # utime, stime (fields 14 and 15)
+
+
+@dataclass(frozen=True)
+class CpuReading:
+    """Ticks per (pid, tid): the main thread of each process is its event loop."""
+
+    threads: dict[tuple[int, int], tuple[str, int, int]]
+
+    @classmethod
+    def of(cls, pid: int) -> CpuReading:
+        threads: dict[tuple[int, int], tuple[str, int, int]] = {}
+        for p in [pid, *descendants(pid)]:
+            task_dir = Path(f"/proc/{p}/task")
+            try:
+                tids = [int(t.name) for t in task_dir.iterdir()]
+            except OSError:
+                continue
+            for tid in tids:
+                got = _ticks(task_dir / str(tid) / "stat")
+                if got is not None:
+                    threads[(p, tid)] = got
+        return cls(threads)
+
+    def minus(self, before: CpuReading) -> tuple[float, float]:
+        """(loop-thread seconds, other-threads seconds) used since ``before``; threads that ended in
+        between are lost (none of ours do: the pools keep theirs)."""
+        loop = other = 0.0
+        for key, (_, user, system) in self.threads.items():
+            _, user0, system0 = before.threads.get(key, ("", 0, 0))
+            used = (user + system - user0 - system0) / TICK
+            if key[0] == key[1]:
+                loop += used
+            else:
+                other += used
+        return loop, other
+
+    def loop_system(self, before: CpuReading) -> float:
+        """Kernel-mode seconds of the loop threads since ``before`` (system calls: send, recv, epoll)."""
+        return sum(
+            (system - before.threads.get(key, ("", 0, 0))[2]) / TICK
+            for key, (_, _, system) in self.threads.items()
+            if key[0] == key[1]
+        )
+
+
+# ---------------------------------------------------------------- the client
+
+
+async def _ours(client: httpx.AsyncClient, url: str, i: int) -> str | None:
+    """One streamed turn; an error text, or None when it ended ``done`` ``ok`` with text."""
+    event, text, status = "", 0, None
+    async with client.stream("POST", url, json={"message": MESSAGE.format(i=i)}) as r:
+        if r.status_code != 200:
+            return f"HTTP {r.status_code}"
+        async for line in r.aiter_lines():
+            if line.startswith("event: "):
+                event = line[7:]
+            elif line.startswith("data: "):
+                if event == "delta":
+                    text += 1
+                elif event == "done":
+                    status = json.loads(line[6:]).get("status")
+    if status != "ok" or not text:
+        return f"status {status}, {text} deltas"
+    return None
+
+
+async def _provider(client: httpx.AsyncClient, url: str, i: int) -> str | None:
+    body = {
+        "model": "fake",
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        "messages": [{"role": "user", "content": MESSAGE.format(i=i)}],
+    }
+    done = False
+    async with client.stream("POST", url, json=body) as r:
+        if r.status_code != 200:
+            return f"HTTP {r.status_code}"
+        async for line in r.aiter_lines():
+            if line.startswith("data: "):
+                if line == "data: [DONE]":
+                    done = True
+                else:
+                    json.loads(line[6:])  # parse like a client would
+    return None if done else "no [DONE]"
+
+
+async def _run(url: str, *, ours: bool, first: int, n: int) -> tuple[float, list[str]]:
+    one = _ours if ours else _provider
+    errors: list[str] = []
+    todo = iter(range(first, first + n))
+    async with httpx.AsyncClient(timeout=httpx.Timeout(120, connect=30)) as client:
+        t0 = time.perf_counter()
+
+        async def worker() -> None:
+            for i in todo:
+                try:
+                    err = await one(client, url, i)
+                except httpx.HTTPError as exc:
+                    err = f"{type(exc).__name__}: {exc}"[:200]
+                if err:
+                    errors.append(err)
+
+        await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
+        return time.perf_counter() - t0, errors
+
+
+# ---------------------------------------------------------------- py-spy
+
+
+def _py_spy() -> str | None:
+    found = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+    return found if Path(found).exists() else None
+
+
+LAYERS = (
+    ("openai SDK / httpx (provider stream)", ("openai/", "httpx", "httpcore", "anyio/")),
+    ("pydantic", ("pydantic",)),
+    ("uvicorn / h11 / Starlette / FastAPI", ("uvicorn/", "h11/", "starlette/", "fastapi/")),
+    ("asyncio (loop, transports, send)", ("asyncio/", "selectors.py", "socket.py")),
+    ("SQLAlchemy / aiosqlite / sqlite", ("sqlalchemy/", "aiosqlite/", "sqlite3")),
+    ("CareerWise tracing", ("careerwise/tracing/",)),
+    ("CareerWise api (SSE, middlewares)", ("careerwise/api/", "careerwise/app.py")),
+    ("CareerWise llm (guard, canary, provider)", ("careerwise/llm/",)),
+    ("CareerWise events", ("careerwise/events.py",)),
+    ("CareerWise engine / flows", ("careerwise/engine.py", "careerwise/flows/")),
+    ("CareerWise other", ("careerwise/",)),
+)
+
+
+def _layer(frame: str) -> str:
+    for name, marks in LAYERS:
+        if any(m in frame for m in marks):
+            return name
+    return "other (json, logging, stdlib)"
+
+
+def _profile_summary(raw: Path) -> list[str]:
+    """py-spy's raw (collapsed) stacks of the loop thread: own samples by function, inclusive samples by
+    function, and own samples by layer."""
+    own: Counter[str] = Counter()
+    inclusive: Counter[str] = Counter()
+    layers: Counter[str] = Counter()
+    total = 0
+    for line in raw.read_text(errors="replace").splitlines():
+        stack, _, count_s = line.rpartition(" ")
+        if not stack or not count_s.isdigit():
+            continue
+        frames = stack.split(";")
+        if any("_bootstrap (threading.py" in f for f in frames):
+            continue  # a worker thread (the embedder, aiosqlite, the executor): the loop is the main thread
+        count = int(count_s)
+        frames = [f for f in frames if not f.startswith(("process ", "thread "))] or ["(idle)"]
+        total += count
+        own[frames[-1]] += count
+        layers[_layer(frames[-1])] += count
+        for f in set(frames):
+            inclusive[f] += count
+    if not total:
+        return ["(py-spy recorded no samples of the loop thread)"]
+    out = [f"\n### py-spy, loop thread: {total} samples\n"]
+    out.append(
+        table(
+            ["share", "layer (own samples)"],
+            [[f"{100 * c / total:.1f} %", k] for k, c in layers.most_common()],
+        )
+    )
+    out.append("")
+    out.append(
+        table(["own %", "function"], [[f"{100 * c / total:.1f}", k[:110]] for k, c in own.most_common(25)])
+    )
+    out.append("")
+    out.append(
+        table(
+            ["inclusive %", "function"],
+            [[f"{100 * c / total:.1f}", k[:110]] for k, c in inclusive.most_common(40)],
+        )
+    )
+    return out
+
+
+# ---------------------------------------------------------------- the fake provider
+
+
+def _fake_main(port: int) -> None:
+    """The fake provider for this benchmark (``python -m bench.turncost fake PORT``): BENCH_TEXT in
+    ``MANY`` chunks, or in ``FEW`` when the user message's number is ``FEW_FROM`` or more, so one server
+    run tells the per-chunk cost from the fixed per-turn cost."""
+    import re
+
+    from tests.fakes.fake_llm import BENCH_TEXT, FakeLLM, text
+
+    many = text(BENCH_TEXT, chunk_size=2, first_token_delay=FIRST_TOKEN, delay=INTER_CHUNK)
+    few = text(BENCH_TEXT, chunk_size=FEW_SIZE, first_token_delay=FIRST_TOKEN, delay=INTER_CHUNK)
+    number = re.compile(r"(\d+)\s*$")
+
+    def respond(body: dict[str, Any]) -> Any:
+        user = ""
+        for m in reversed(body.get("messages") or []):
+            if isinstance(m, dict) and m.get("role") == "user":
+                user = str(m.get("content"))
+                break
+        found = number.search(user)
+        return few if found and int(found.group(1)) >= FEW_FROM else many
+
+    fake = FakeLLM(port=port)
+    fake.responder = respond
+    fake.serve_forever(announce=True)
+
+
+def _chunks(size: int) -> int:
+    from tests.fakes.fake_llm import BENCH_TEXT
+
+    return -(-len(BENCH_TEXT) // size)
+
+
+# ---------------------------------------------------------------- the run
+
+
+@dataclass
+class Phase:
+    label: str
+    chunks: int
+    ok: int
+    wall_s: float
+    loop_s: float
+    loop_sys_s: float
+    other_s: float
+    errors: list[str]
+
+    def per_turn(self, seconds: float) -> float:
+        return 1000 * seconds / max(1, self.ok)
+
+
+def _measure(pid: int, url: str, label: str, chunks: int, first: int) -> Phase:
+    s0 = CpuReading.of(pid)
+    wall, errors = asyncio.run(_run(url, ours=True, first=first, n=TURNS))
+    s1 = CpuReading.of(pid)
+    loop_s, other_s = s1.minus(s0)
+    return Phase(label, chunks, TURNS - len(errors), wall, loop_s, s1.loop_system(s0), other_s, errors)
+
+
+def _start_py_spy(pid: int, raw: Path) -> subprocess.Popen[bytes] | None:
+    exe = _py_spy()
+    if exe is None:
+        return None
+    spy = subprocess.Popen(
+        [
+            exe,
+            "record",
+            "--pid",
+            str(pid),
+            "--rate",
+            "250",
+            "--format",
+            "raw",
+            "--threads",
+            "--output",
+            str(raw),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    time.sleep(1.0)  # py-spy attaches
+    return spy
+
+
+def run() -> list[str]:
+    llm_port = free_port()
+    fake_args = [sys.executable, "-m", "bench.turncost", "fake", str(llm_port)]
+    logs = Path(tempfile.mkdtemp(prefix="cw-bench-turncost-"))
+    data_dir = data_dir_with_corpus()
+    load0 = os.getloadavg()[0]
+    out: list[str] = []
+    many, few = _chunks(2), _chunks(FEW_SIZE)
+    try:
+        with process(fake_args, ready_url=f"http://127.0.0.1:{llm_port}/v1/models") as fake:
+            direct = f"http://127.0.0.1:{llm_port}/v1/chat/completions"
+            asyncio.run(_run(direct, ours=False, first=50_000, n=CONCURRENCY))  # warm the fake
+            f0 = CpuReading.of(fake.pid)
+            base_wall, base_errors = asyncio.run(_run(direct, ours=False, first=0, n=TURNS))
+            fake_loop, fake_other = CpuReading.of(fake.pid).minus(f0)
+
+            port = free_port()
+            with serve(
+                data_dir=data_dir, llm_port=llm_port, port=port, workers=1, log=logs / "serve.log"
+            ) as server:
+                url = f"{server.url}/api/chat"
+                _, warm_errors = asyncio.run(_run(url, ours=True, first=10_000, n=4 * CONCURRENCY))
+                if warm_errors:
+                    raise RuntimeError(f"warm-up failed: {warm_errors[:3]}")
+                raw = logs / "py-spy.txt"
+                spy = _start_py_spy(server.proc.pid, raw) if PROFILE else None
+                if PROFILE and spy is None:
+                    out.append("(BENCH_TURNCOST_PROFILE: py-spy not found; no profile)")
+                f1 = CpuReading.of(fake.pid)
+                phases = [_measure(server.proc.pid, url, f"{many} chunks a reply", many, 0)]
+                fake_during = sum(CpuReading.of(fake.pid).minus(f1))
+                if spy is not None:
+                    spy.send_signal(2)  # SIGINT: py-spy writes its file and exits
+                    spy.wait(timeout=60)
+                phases.append(_measure(server.proc.pid, url, f"{few} chunks a reply", few, FEW_FROM))
+    finally:
+        shutil.rmtree(data_dir, ignore_errors=True)
+    return out + _report(phases, (fake_loop, fake_other, fake_during, base_wall, base_errors), load0, logs)
+
+
+def _report(
+    phases: list[Phase],
+    fake: tuple[float, float, float, float, list[str]],
+    load0: float,
+    logs: Path,
+) -> list[str]:
+    fake_loop, fake_other, fake_during, base_wall, base_errors = fake
+    main, short = phases
+    fake_ms = 1000 * (fake_loop + fake_other) / TURNS
+    out = [
+        f"## CPU per streamed turn ({TURNS} turns, {CONCURRENCY} at a time; fake provider "
+        f"{FIRST_TOKEN * 1000:.0f} ms first token, {INTER_CHUNK * 1000:.0f} ms between chunks, text mode "
+        f"(path B); load average {load0:.2f} before, {os.getloadavg()[0]:.2f} after; {os.cpu_count()} cores)\n"
+    ]
+    rows: list[list[object]] = []
+    for ph in phases:
+        total = ph.per_turn(ph.loop_s + ph.other_s)
+        rows.append(
+            [
+                f"careerwise serve, {ph.label}",
+                f"{ph.ok}/{TURNS}",
+                f"{ph.wall_s:.1f}",
+                f"{ph.per_turn(ph.loop_s):.1f} ({ph.per_turn(ph.loop_sys_s):.1f} in the kernel)",
+                ph.per_turn(ph.other_s),
+                total,
+                f"{total / fake_ms:.1f}x" if fake_ms and ph is main else "",
+            ]
+        )
+    rows.append(
+        [
+            f"baseline: the fake provider, {main.chunks} chunks, requests sent to it directly",
+            f"{TURNS - len(base_errors)}/{TURNS}",
+            f"{base_wall:.1f}",
+            1000 * fake_loop / TURNS,
+            1000 * fake_other / TURNS,
+            fake_ms,
+            "1.0x",
+        ]
+    )
+    rows.append(
+        [
+            "(the fake provider while serving careerwise's calls)",
+            "",
+            "",
+            "",
+            "",
+            1000 * fake_during / max(1, main.ok),
+            "",
+        ]
+    )
+    headers = [
+        "process",
+        "ok",
+        "wall s",
+        "loop thread ms/turn",
+        "other threads ms/turn",
+        "total ms/turn",
+        "ratio",
+    ]
+    out.append(table(headers, rows))
+    per_chunk = (main.per_turn(main.loop_s) - short.per_turn(short.loop_s)) / (main.chunks - short.chunks)
+    fixed = short.per_turn(short.loop_s) - short.chunks * per_chunk
+    out.append(
+        f"\nLoop thread, split by the two reply lengths: **{1000 * per_chunk:.0f} µs per streamed chunk**, "
+        f"**{fixed:.1f} ms fixed per turn** (request, settings, routing hand-off, storage, trace)."
+    )
+    out.append(
+        "\nGoal (issue #10): 100 turns/s on one core means < ~10 ms of loop CPU a turn. CPU ticks are "
+        f"1/{TICK} s: at {TURNS} turns the resolution is {1000 / TICK / TURNS:.2f} ms a turn."
+    )
+    for err, n in Counter(main.errors + short.errors + base_errors).most_common(5):
+        out.append(f"- {n} x {err}")
+    if PROFILE and (logs / "py-spy.txt").exists():
+        out += ["\n(py-spy: the first phase only)", *_profile_summary(logs / "py-spy.txt")]
+    out.append(f"\nServer log: {logs / 'serve.log'}")
+    return out
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["fake"]:
+        _fake_main(int(sys.argv[2]))
+    else:
+        print("\n".join(run()))
