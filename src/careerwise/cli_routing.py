@@ -213,6 +213,10 @@ def _fit(settings: Settings, paths: list[Path] | None, out: Path | None, target_
         + f"; margin {t.margin:.3f} (target precision {t.target_precision:.2f}, "
         f"{t.report.get('calibration_messages', 0)} calibration messages)"
     )
+    typer.echo(
+        "no-LLM guess bars (1.01: never, the guess stays career): "
+        + ", ".join(f"{k} {v:.4f}" for k, v in t.guess.items())
+    )
     typer.echo("held-out split, layer 3 off (its share shows as embedding-guess), lexical stage on:")
     typer.echo(result.test.format())
 

@@ -95,6 +95,12 @@ def test_dashboard_pages(
     expect(page).to_have_url(f"{server.url}/admin#turn/{done[0]['trace_id']}")
     expect(page.locator('[data-test="question"]')).to_have_text(HOSTILE)
     expect(page.locator('[data-test="effective-top_k"]')).to_have_text("12")
+    # the routing record's layer-2 stages: the lexical stage was sure of this one, so it is the only row
+    stages = page.locator('[data-test="route-stages"] tbody tr')
+    expect(stages).to_have_count(1)
+    expect(stages.first).to_have_attribute("data-stage", "lexical")
+    expect(stages.first).to_contain_text("career")
+    expect(stages.first.locator("td").nth(6)).to_have_text("sure")  # the verdict column
     expect(page.locator("#view-turn .answer")).to_have_text(HOSTILE_ANSWER)
     expect(page.locator("#view-turn img")).to_have_count(0)
     assert page.title() == "Admin · CareerWise"  # the onerror never ran

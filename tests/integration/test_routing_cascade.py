@@ -174,6 +174,51 @@ async def test_no_llm_mode_never_calls_the_provider(
     assert any("no-LLM mode" in r for r in decision.reasons)
 
 
+async def test_the_no_llm_guess_uses_the_guess_bars(make_router: Callable[..., CascadeRouter]) -> None:
+    """Unsure, no LLM: the best intent when it clears its (lower) guess bar, else career."""
+    message = "我做了一份新的作品介紹，想聽聽意見"
+    probe = make_router()
+    await probe.prepare()
+    best, score = probe.semantic.score([message])[0].best
+    assert best != "career"
+    packaged = always_ask(load_thresholds())
+
+    def guessing(bar: float) -> Thresholds:
+        return Thresholds(
+            packaged.thresholds,
+            0.0,
+            packaged.model,
+            packaged.examples_digest,
+            k=packaged.k,
+            guess={best: bar},
+        )
+
+    above = await make_router(thresholds=guessing(score - 0.01), no_llm=True).route(message)
+    assert (above.intent, above.layer) == (best, "embedding-guess")
+    assert "guess bar" in above.reasons[-1]
+    below = await make_router(thresholds=guessing(score + 0.01), no_llm=True).route(message)
+    assert (below.intent, below.layer) == ("career", "embedding-guess")
+    assert "default when unsure" in " ".join(below.reasons)
+
+
+@pytest.mark.parametrize(
+    ("message", "rule_id"),
+    [
+        ("how much is a session?", "booking.en.price"),
+        ("可以退費嗎", "booking.zh.payment"),
+        ("請問諮詢的時候可以帶作品集來嗎", "booking.zh.session"),
+    ],
+)
+async def test_session_questions_reach_booking_by_rule(
+    embedder: Embedder, message: str, rule_id: str
+) -> None:
+    """A product must send "how much is a session?" to the booking flow for free: layer 1, no model."""
+    recording = Recording(embedder)
+    decision = await CascadeRouter(recording, None, cache_dir=CACHE).route(message)
+    assert (decision.intent, decision.layer, decision.rule_id) == ("booking", "rules", rule_id)
+    assert recording.threads == []
+
+
 async def test_thresholds_for_another_model_are_not_trusted(
     make_router: Callable[..., CascadeRouter],
 ) -> None:

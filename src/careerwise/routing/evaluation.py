@@ -10,7 +10,7 @@ import hashlib
 import json
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -26,7 +26,7 @@ from careerwise.routing.lexical import lexical_classifier
 from careerwise.routing.router import LAYERS, RouteDecision
 from careerwise.routing.rules import match_rules
 from careerwise.routing.semantic import INTENTS, SemanticClassifier, clip
-from careerwise.routing.thresholds import Thresholds, fit_thresholds
+from careerwise.routing.thresholds import Thresholds, fit_guess, fit_thresholds
 from careerwise.routing.tier import classify_tier
 
 SPLITS = ("train", "test", "all")
@@ -278,13 +278,15 @@ async def fit(
         cached.save()
     train = [i for i, m in enumerate(messages) if m.split == "train" and match_rules(m.message) is None]
     scores = semantic.score_vectors([messages[i].message for i in train], vectors[train])
+    samples = [(s, messages[i].intent) for s, i in zip(scores, train, strict=True)]
     thresholds = fit_thresholds(
-        [(s, messages[i].intent) for s, i in zip(scores, train, strict=True)],
-        model=embedder.name,
-        examples_digest=semantic.digest,
-        k=k,
-        target_precision=target_precision,
+        samples, model=embedder.name, examples_digest=semantic.digest, k=k, target_precision=target_precision
     )
+    # the no-LLM guess's bars, on the unsure training messages only. Tried on 2026-11-30: adding the
+    # examples left out one at a time (as for the lexical stage) gave bars that turned all 10 unsure
+    # training messages (all career) into wrong guesses: the examples are balanced across intents,
+    # real traffic is mostly career (docs/routing.md, "No-LLM mode").
+    thresholds = replace(thresholds, guess=fit_guess(samples, thresholds))
     router = CascadeRouter(
         embedder,
         provider,
@@ -309,6 +311,7 @@ async def fit(
             k=k,
             target_precision=target_precision,
             report=summary,
+            guess=thresholds.guess,
         ),
         train_report,
         test_report,

@@ -27,12 +27,20 @@ PROMPT_CHARS = 600  # a pasted resume does not need to reach the classifier whol
 
 SYSTEM_PROMPT = """You route messages sent to Summer, a career coach in Taiwan. Classify the user's \
 message into exactly one intent:
-- "greeting": only small talk: hello, thanks, goodbye, who are you, what can you do.
-- "resume": the user wants their own resume, CV, 自傳 or cover letter reviewed, rewritten or written \
-(including a pasted resume). General questions about how to write a resume are "career".
-- "booking": booking, changing, cancelling or paying for a consultation session with Summer.
+- "greeting": only small talk: hello, thanks, goodbye, who are you, what can you do, who made you, \
+chit-chat about the weather or the user's mood, personal questions to Summer (what she likes, which \
+languages she speaks). A message that asks anything about work or careers is not a greeting.
+- "resume": the user wants their own resume, CV, 自傳, cover letter or job-site self-introduction \
+(104, 1111, LinkedIn) reviewed, shortened, rewritten or written from scratch, also casually worded, in \
+English, or as a single line or bullet to rewrite (including a pasted resume). General questions about \
+how to write a resume are "career".
+- "booking": anything about a consultation session with Summer: booking, changing or cancelling it, \
+its price, rates, discounts, payment, refunds, whether it is online or in person, how long it lasts, \
+what to bring or prepare. A meeting with the user's own manager, HR or a recruiter, or a job \
+interview, is "career".
 - "career": any career question (jobs, interviews, salary, switching careers, workplace problems) \
-and anything else.
+and anything else. A short follow-up without context («那如果是新創呢», "and in Japan?", 「還有呢」) \
+continues a career conversation: "career", never "greeting".
 If a message mixes intents, booking wins over resume, resume over career, and greeting only when \
 there is nothing else.
 
@@ -44,6 +52,10 @@ Examples:
 「幫我看看我寫的自傳」 -> {"intent": "resume", "confidence": 0.95}
 「履歷要寫幾頁？」 -> {"intent": "career", "confidence": 0.8}
 「下週可以約諮詢嗎」 -> {"intent": "booking", "confidence": 0.95}
+「諮詢可以退費嗎」 -> {"intent": "booking", "confidence": 0.9}
+"what should I bring to our session?" -> {"intent": "booking", "confidence": 0.9}
+「主管明天找我單獨面談，會是要資遣嗎」 -> {"intent": "career", "confidence": 0.85}
+「那如果是新創呢」 -> {"intent": "career", "confidence": 0.7}
 "should I take the offer?" -> {"intent": "career", "confidence": 0.9}"""
 
 _FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.S | re.I)

@@ -50,7 +50,7 @@ _FILLER = (
 )
 _HELLO = (
     r"你好|您好|妳好|哈囉|哈摟|哈嘍|嗨+|安安|早安|午安|早|hi+|hello+|helo|hey+|hiya|yo|howdy|sup|"
-    r"what'?s up|wassup|good (?:morning|afternoon|evening)|morning"
+    r"what'?s up|wassup|good (?:morning|afternoon|evening)|morning|gm"
 )
 _HOW = (
     r"(?:你|妳)?(?:最近|今天)?(?:還)?好嗎|(?:你|妳)?在嗎|有人在嗎|過得(?:好|如何)嗎?|how are (?:you|u)|how'?re you|hru|"
@@ -60,13 +60,20 @@ _HOW = (
 )
 _THANKS = r"謝謝|謝啦|謝了|感謝|多謝|感恩|3q|thx|thanks|thank (?:you|u)|ty|tks|many thanks|cheers"
 _BYE = (
-    r"掰掰|掰|拜拜|bye+|bye ?bye|goodbye|再見|881|下次見|先這樣|see (?:you|ya)|later|good ?night|晚安|"
+    r"掰掰|掰|拜拜|bye+|bye ?bye|goodbye|再見|881|下次見|先這樣|see (?:you|ya)|later|good ?night|gn|晚安|"
     r"have a (?:nice|good|great) (?:day|night|weekend)"
 )
 _ACK = r"ok(?:ay)?|k|好的|好喔|好哦|好|收到|了解|瞭解|知道了|懂了|明白了?|讚|cool|nice|great|got it|noted|sure|哈+|(?:ha)+|lol"
 _ABOUT = (
     r"(?:你|妳)(?:是誰|哪位|叫什麼名字?|是(?:ai|機器人|真人|chatgpt|gpt)嗎?|(?:能|可以|會)(?:幫我)?(?:做)?(?:什麼|啥|哪些事))|"
-    r"who are (?:you|u)|what are you|what can (?:you|u) do|what do you do|are (?:you|u) (?:a )?(?:bot|robot|human|real|ai|chatgpt)"
+    r"who are (?:you|u)|what are you|what can (?:you|u) do|what do you do|are (?:you|u) (?:a )?(?:bot|robot|human|real|ai|chatgpt)|"
+    # who built Summer, and personal questions to her (languages, likes): still small talk
+    r"who (?:made|built|created|developed|trained|designed) (?:you|u|this(?: bot| chatbot| thing)?)|"
+    r"(?:你|妳)們?是(?:哪家|哪間|哪個|什麼|誰)(?:公司|團隊|單位|人)?(?:做|開發|寫|設計|訓練)(?:出來)?的|"
+    r"(?:誰|哪家公司|哪間公司)(?:做|開發|寫|設計)(?:了|出)?(?:你|妳)|"
+    r"(?:你|妳)(?:會|懂|能)(?:說|講|聽)?(?:台語|臺語|英文|英語|日文|日語|中文|客語|客家話|韓文|粵語|廣東話)嗎?|"
+    r"(?:你|妳)(?:(?:平常|平時|都)?(?:喜歡|愛)|平常|平時)(?:喝|吃|看|聽|玩)[^\s,，。?？!！]{1,6}嗎?|"
+    r"do (?:you|u) (?:like|drink|eat|watch|speak) [a-z ]{2,20}"
 )
 _ANY = f"{_HELLO}|{_HOW}|{_THANKS}|{_BYE}|{_ACK}|{_ABOUT}|{_FILLER}"
 
@@ -115,10 +122,31 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "booking.zh.payment",
         "booking",
-        _r(r"付款|刷卡|退費|學生優惠|轉帳"),
-        "asks about paying for a session (short messages only)",
-        ("付款可以刷卡嗎", "有學生優惠嗎"),
+        _r(r"付款|刷卡|退費|退款|退錢|學生優惠|學生價|學生方案|轉帳|匯款|收據|發票"),
+        "asks about paying for a session: payment, refunds, discounts (short messages only)",
+        ("付款可以刷卡嗎", "有學生優惠嗎", "沒辦法去的話可以退錢嗎", "諮詢可以開發票嗎"),
         max_units=20,
+    ),
+    Rule(
+        "booking.zh.session",
+        "booking",
+        _r(
+            r"諮詢(?:的)?(?:時候|時|前|當天|那天|過程中?)[^。！!]{0,14}(?:帶|準備|需要|要|可以|能|會)"
+            r"|(?:諮詢|跟(?:妳|你|summer)的?一對一)[^。！!，,]{0,6}(?:線上|視訊|實體|面對面|電話|zoom|meet|見面)"
+            r"|諮詢(?:一次|一堂|每次)?(?:大概|通常|總共)?(?:要|是|會)?(?:多久|多長|幾分鐘|幾個?小時)"
+            r"|(?:諮詢|一對一|1對1)[^。！!，,]{0,5}(?:方案|價目|套票|套裝|優惠)"
+        ),
+        "asks about the sessions themselves: what to bring, format, length, plans (before the resume "
+        "rules: 「諮詢的時候可以帶履歷嗎」 is a question about a session)",
+        (
+            "諮詢當天需要準備什麼資料",
+            "諮詢是線上還是實體",
+            "諮詢一次大概多久",
+            "一對一有沒有優惠方案",
+            "諮詢時可以順便帶作品集和履歷給妳看嗎",
+        ),
+        # someone else's counselling (a counsellor as a job, a lawyer, the labour office) is career
+        exclude=_r(r"諮詢師|心理諮商|心理諮詢|法律諮詢|律師|勞工局|就業服務|就服站"),
     ),
     Rule(
         "booking.zh.slot",
@@ -137,10 +165,17 @@ RULES: tuple[Rule, ...] = (
             r"\b(?:book|schedule|reserve|arrange|set up|sign up for)\b.{0,30}\b(?:sessions?|consultations?|"
             r"coaching|appointments?|1[-: ]?on[-: ]?1|one[- ]on[- ]one|1:1|slots?|mock interviews?)\b"
             r"|\b(?:book|schedule)\b.{0,15}\b(?:call|meeting|time|chat)\b.{0,10}\bwith (?:you|summer)\b"
-            r"|\bbook (?:a|an) (?:call|session)\b"
+            r"|\bbook (?:a|an) (?:call|session)\b|\b(?:book|squeeze|fit|pencil) me in\b|\bput me down for\b"
         ),
         "asks to book a session",
-        ("book a session", "I want to book a consultation", "how do I book a call with you"),
+        (
+            "book a session",
+            "I want to book a consultation",
+            "how do I book a call with you",
+            "can you pencil me in for thursday morning",
+        ),
+        # a 1:1 that the user's manager, HR or a recruiter sets up is a workplace question (career)
+        exclude=_r(r"\b(?:manager|boss|supervisor|team lead|hr|recruiter|hiring manager|interviewer)\b"),
     ),
     Rule(
         "booking.en.change",
@@ -159,9 +194,40 @@ RULES: tuple[Rule, ...] = (
             r"\b(?:how much|price|pricing|prices|cost|costs|fee|fees|rates?|charge)\b.{0,30}\b(?:sessions?|"
             r"consultations?|coaching|appointments?|1[-:]on[-:]1)\b|\b(?:session|consultation|coaching)s?\b"
             r".{0,20}\b(?:cost|price|fee)s?\b|\brefund policy\b"
+            r"|\bwhat (?:are|r) your (?:rates|prices|fees)\b|\byour (?:rates|pricing|price list|fees)\b"
+            r"|\bhow much do (?:you|u|summer) charge\b|\bstudent (?:price|pricing|discount|rate)s?\b"
         ),
         "asks what a session costs",
-        ("how much is a session?", "how much do you charge for career coaching"),
+        (
+            "how much is a session?",
+            "how much do you charge for career coaching",
+            "how much do u charge",
+            "is there a student discount",
+        ),
+    ),
+    Rule(
+        "booking.en.session",
+        "booking",
+        _r(
+            r"\b(?:refund|payment|invoice|receipt)s?\b.{0,40}\b(?:sessions?|booking|consultations?|coaching|"
+            r"appointments?)\b|\b(?:my|the|our) (?:sessions?|booking|consultations?|appointments?)\b.{0,40}"
+            r"\b(?:refund|payment|paid|pending|invoice|receipt)\b"
+            r"|\b(?:do|can) (?:you|we) (?:offer|do|have|hold)\b.{0,25}\b(?:(?:video|online|zoom|phone|in[- ]person)"
+            r" (?:sessions?|calls?|consultations?|coaching)|sessions? (?:online|in[- ]person|over (?:zoom|video|"
+            r"the phone)|by (?:video|phone)))\b"
+            r"|\b(?:the|our|a|your) (?:sessions?|consultations?) (?:online|in[- ]person|on zoom|over zoom|by phone)\b"
+            r"|\b(?:bring|prepare)\b.{0,30}\b(?:to|for) (?:the|our|my|a) (?:session|consultation|call with (?:you|summer))\b"
+            r"|\bhow long (?:is|are|does) (?:a|the|one|each|your) (?:session|consultation)s?\b"
+        ),
+        "asks about the sessions themselves: payment state, refunds, format, what to bring, length",
+        (
+            "will I get a refund for the session I missed",
+            "my booking shows paid but no confirmation email",
+            "do you do video sessions",
+            "is the consultation online or in person",
+            "what should I prepare for our session",
+            "how long does a session last",
+        ),
     ),
     Rule(
         "booking.en.availability",
@@ -245,7 +311,7 @@ RULES: tuple[Rule, ...] = (
         "greeting",
         _smalltalk(f"{_HELLO}|{_HOW}"),
         "a greeting and nothing else",
-        ("你好", "嗨", "早安 Summer", "Hi Summer :)", "你好，最近好嗎？", "hey hey what's up"),
+        ("你好", "嗨", "早安 Summer", "Hi Summer :)", "你好，最近好嗎？", "hey hey what's up", "gm summer"),
         max_units=14,
     ),
     Rule(
@@ -277,7 +343,15 @@ RULES: tuple[Rule, ...] = (
         "greeting",
         _smalltalk(_ABOUT),
         "asks who Summer is or what she can do",
-        ("你是誰？", "who are you", "你能做什麼", "妳是機器人嗎"),
+        (
+            "你是誰？",
+            "who are you",
+            "你能做什麼",
+            "妳是機器人嗎",
+            "who built you",
+            "妳會講台語嗎",
+            "你平常喜歡喝茶嗎",
+        ),
         max_units=14,
     ),
 )

@@ -25,6 +25,7 @@ THRESHOLDS_FILE = Path(__file__).with_name("thresholds.json")
 MARGIN_GRID = tuple(round(0.005 * i, 3) for i in range(0, 31))  # 0 … 0.15
 MIN_SUPPORT = 3  # fewer accepted training messages than this: no false positive may be accepted
 NEVER = 1.01  # a threshold above any cosine: the layer never accepts that intent
+GUESS_PRECISION = 0.5  # a no-LLM guess of intent X beats "career" when X is right at least half the time
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,9 @@ class Thresholds:
     k: int = 3
     target_precision: float = 0.98
     report: Mapping[str, Any] = field(default_factory=dict)
+    # the no-LLM guess's lower bars (``fit_guess``): below ``thresholds``, above them the best intent is
+    # a better guess than career; empty: always career
+    guess: Mapping[str, float] = field(default_factory=dict)
 
     def accepts(self, scores: IntentScores) -> bool:
         intent, score = scores.best
@@ -49,6 +53,7 @@ class Thresholds:
             "margin": self.margin,
             "thresholds": {name: self.thresholds[name] for name in INTENTS if name in self.thresholds},
             "target_precision": self.target_precision,
+            **({"guess": {n: self.guess[n] for n in INTENTS if n in self.guess}} if self.guess else {}),
             "report": dict(self.report),
         }
 
@@ -62,6 +67,7 @@ class Thresholds:
             k=int(data.get("k", 3)),
             target_precision=float(data.get("target_precision", 0.98)),
             report=dict(data.get("report", {})),
+            guess={str(k): float(v) for k, v in data.get("guess", {}).items()},
         )
 
     def save(self, path: Path | None = None) -> Path:
@@ -150,3 +156,24 @@ def fit_thresholds(
         k=k,
         target_precision=target_precision,
     )
+
+
+def fit_guess(
+    samples: Sequence[tuple[IntentScores, str]],
+    bars: Thresholds,
+    *,
+    target_precision: float = GUESS_PRECISION,
+) -> dict[str, float]:
+    """The no-LLM guess's bars: among the samples ``bars`` does *not* accept (the unsure ones), per
+    non-career intent the lowest best-intent score at which that intent is right at ``target_precision``
+    or better. Guessing X there is right at least as often as guessing career (career can then be right
+    at most half the time). Career needs no bar: it is the guess below every bar."""
+    out: dict[str, float] = {}
+    unsure = [(s, gold) for s, gold in samples if not bars.accepts(s)]
+    for name in INTENTS:
+        if name == "career":
+            continue
+        points = [(s.best[1], gold == name) for s, gold in unsure if s.best[0] == name]
+        out[name], n = _threshold_for(points, target_precision)
+        log.info("routing: guess bar %s %.4f (%d of %d unsure samples)", name, out[name], n, len(points))
+    return out

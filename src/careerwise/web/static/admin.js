@@ -226,6 +226,32 @@ function llmTable(calls) {
   return table(["purpose", "model", "starts", "first token", "total", "tokens in", "tokens out", "finish"], rows);
 }
 
+// layer 2 stage by stage (lexical, then embedding when the first stage was not sure): why the layer
+// decided or passed the message on, with every intent's score and the bars it was held to
+function stagesTable(stages) {
+  const num = (v) => (typeof v === "number" ? v.toFixed(3) : "–");
+  const rows = stages.map((s) => {
+    const [best, second] = s.top || [];
+    return el(
+      "tr",
+      { "data-stage": s.stage },
+      el("td", {}, s.stage),
+      el("td", {}, s.model ?? "–"),
+      el("td", {}, best ? `${best[0]} ${num(best[1])}` : "–"),
+      el("td", {}, second ? `${second[0]} ${num(second[1])}` : "–"),
+      el("td", {}, `${num(s.margin)} / ${num(s.required_margin)}`),
+      el("td", {}, num(s.threshold)),
+      el("td", { class: s.accepted ? "" : "warn" }, s.accepted ? "sure" : "not sure"),
+      el("td", { class: "mono" }, Object.entries(s.scores || {}).map(([k, v]) => `${k} ${num(v)}`).join(", ")),
+    );
+  });
+  return table(
+    ["layer-2 stage", "model", "best", "runner-up", "margin / required", "threshold", "verdict", "scores"],
+    rows,
+    { "data-test": "route-stages" },
+  );
+}
+
 async function showTurn(view, traceId) {
   clear(view, el("p", {}, "Loading…"));
   let t;
@@ -269,6 +295,7 @@ async function showTurn(view, traceId) {
       ["tier reasons", (route.tier_reasons || []).join("; ")],
       ["took", ms(route.duration_ms)],
     ]),
+    route.stages && route.stages.length ? stagesTable(route.stages) : null,
     el("h3", {}, "LLM calls"),
     t.llm_calls.length ? llmTable(t.llm_calls) : el("p", {}, "No LLM calls recorded."),
     el("h3", {}, "Degradations and errors"),
