@@ -32,6 +32,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -188,6 +189,7 @@ class TurnTimes:
     first_text_ms: float
     duration_ms: float
     status: str
+    store_turn_ms: float  # storing the turn's start, waits included (before the clock: part of "pre")
 
 
 def _traces(db_url: str, ids: list[str]) -> dict[str, TurnTimes]:
@@ -196,16 +198,16 @@ def _traces(db_url: str, ids: list[str]) -> dict[str, TurnTimes]:
     from careerwise.store.db import sync_url
 
     engine = create_engine(sync_url(db_url))
-    traces = text("SELECT id, first_text_ms, duration_ms, status FROM traces WHERE id IN :ids").bindparams(
-        bindparam("ids", expanding=True)
-    )
+    traces = text(
+        "SELECT id, first_text_ms, duration_ms, status, timings FROM traces WHERE id IN :ids"
+    ).bindparams(bindparam("ids", expanding=True))
     spans_q = text(
         "SELECT kind, start_ms, duration_ms, attributes FROM trace_spans WHERE trace_id = :t ORDER BY seq"
     )
     try:
         out: dict[str, TurnTimes] = {}
         with engine.connect() as con:
-            for tid, first, duration, status in con.execute(traces, {"ids": ids}):
+            for tid, first, duration, status, timings in con.execute(traces, {"ids": ids}):
                 spans = con.execute(spans_q, {"t": tid}).all()
                 route = next((sp for sp in spans if sp[0] == "route"), None)
                 llm = next((sp for sp in spans if sp[0] == "llm"), None)
@@ -221,10 +223,18 @@ def _traces(db_url: str, ids: list[str]) -> dict[str, TurnTimes]:
                     first,
                     duration or 0.0,
                     status,
+                    float(_json(timings).get("store_turn_ms", "nan")),
                 )
         return out
     finally:
         engine.dispose()
+
+
+def _json(value: object) -> dict[str, Any]:
+    """A JSON column as read through the plain driver: a dict (psycopg) or its text (sqlite3)."""
+    if isinstance(value, dict):
+        return value
+    return json.loads(value) if isinstance(value, str | bytes) else {}
 
 
 @dataclass
@@ -412,6 +422,8 @@ def _breakdown(runs: list[Run]) -> list[str]:
             continue
 
         def cell(values: list[float]) -> str:
+            if not values:
+                return "-"
             return f"{pct(values, 50):.0f} / {pct(values, 99):.0f}"
 
         # client clock: 0 = request sent, pre = the turn's work before its clock starts (session, settings
@@ -425,6 +437,7 @@ def _breakdown(runs: list[Run]) -> list[str]:
                 r.workers,
                 len(complete),
                 cell([p for _, _, p in complete]),
+                cell([t.store_turn_ms for _, t, _ in complete if t.store_turn_ms == t.store_turn_ms]),
                 cell([t.route_ms for _, t, _ in complete]),
                 cell([t.llm_start_ms - t.route_end_ms for _, t, _ in complete]),
                 cell([t.llm_ttft_ms for _, t, _ in complete]),
@@ -440,6 +453,7 @@ def _breakdown(runs: list[Run]) -> list[str]:
                 "workers",
                 "turns",
                 "before the turn: session, settings, storing the turn",
+                "of which storing the turn",
                 "routing",
                 "routing end to LLM request",
                 "provider first chunk, as the app saw it",

@@ -9,7 +9,7 @@ from datetime import date, datetime, timedelta
 from functools import cached_property
 from zoneinfo import ZoneInfo
 
-from sqlalchemy import Executable, bindparam, select
+from sqlalchemy import Connection, Executable, bindparam, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -65,6 +65,13 @@ class TokenBudget:
         if tokens <= 0:
             return
         await session.execute(self._upsert, {"owner": key, "day": today(), "tokens": tokens})
+
+    def add_on(self, connection: Connection, key: str, tokens: int) -> None:
+        """:meth:`add_in` on a synchronous connection inside the caller's open transaction: the turn's
+        closing transaction runs as one job (``Database.write``), on SQLite in the writer thread."""
+        if tokens <= 0:
+            return
+        connection.execute(self._upsert, {"owner": key, "day": today(), "tokens": tokens})
 
     @cached_property
     def _upsert(self) -> Executable:

@@ -180,6 +180,11 @@ class Settings(BaseSettings):
         default=None, description="The LINE channel access token (reply, push, loading animation)."
     )
     line_api_base_url: str = Field(default="https://api.line.me", description="The LINE Messaging API.")
+    line_assistant: str = Field(
+        default="summer",
+        pattern=r"^[a-z][a-z0-9_-]{1,31}$",  # assistants.ID_PATTERN (not imported: config stays leaf)
+        description="The assistant (its id) that answers the LINE channel; checked at start-up and every turn.",
+    )
 
     # --- accounts and limits -------------------------------------------------------------------
     session_secret: SecretStr | None = Field(

@@ -9,12 +9,13 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
+import time
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, cast
 
-from sqlalchemy import Table, bindparam, insert, or_, select, update
+from sqlalchemy import Connection, Table, bindparam, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from careerwise import prompts
@@ -71,6 +72,13 @@ _HISTORY = (
 )
 
 
+def _abandon_opening(connection: Connection, opened: _Opened) -> None:
+    """The turn's opening committed after its caller had gone (a client that disconnected while it was
+    being stored): close the reply and the trace as cancelled, so the conversation is not left busy."""
+    connection.execute(_FINISH_REPLY, {"reply": opened.assistant_message_id, "status": "cancelled"})
+    connection.execute(_FINISH_TRACE, {"trace": opened.trace_id, "status": "cancelled"})
+
+
 @dataclass(frozen=True)
 class HistoryItem:
     role: str
@@ -85,6 +93,7 @@ class _Opened:
     user_message_id: str
     assistant_message_id: str
     trace_id: str
+    took_ms: float = 0.0  # storing it, waits included (the trace's timings: store_turn_ms)
 
 
 @dataclass(frozen=True)
@@ -177,69 +186,71 @@ class Engine:
         A second pending reply in the conversation is refused by the database (409). Only then are
         replies left pending long ago by a stopped process closed, and the turn tried once more: the
         check costs nothing on the common path."""
+        started = time.perf_counter()
         try:
-            return await self._insert_turn(req, message, model=model)
+            opened = await self._insert_turn(req, message, model=model)
         except ConversationBusyError:
             if req.conversation_id is None or not await self._expire_interrupted(req.conversation_id):
                 raise
-        return await self._insert_turn(req, message, model=model)
+            opened = await self._insert_turn(req, message, model=model)
+        return replace(opened, took_ms=1000 * (time.perf_counter() - started))
 
     async def _insert_turn(self, req: TurnRequest, message: str, *, model: str | None) -> _Opened:
         now = datetime.now(UTC)
         opened = _Opened(req.conversation_id or new_id(), new_id(), new_id(), new_id())
-        conv_id = opened.conversation_id
-        async with self.db.session() as s, s.begin():
-            if req.conversation_id:
-                touched = await s.execute(
-                    _TOUCH_CONVERSATION, {"conv": conv_id, "caller": req.user_id, "updated_at": now}
-                )
-                if touched.rowcount != 1:  # type: ignore[attr-defined]  # unknown, or someone else's
+        conversation = (
+            None
+            if req.conversation_id
+            else {
+                "id": opened.conversation_id,
+                "title": message[:60],
+                "channel": req.channel,
+                "user_id": req.user_id,
+                "assistant_id": req.assistant,
+                "created_at": now,
+                "updated_at": now,
+            }
+        )
+        common = {"conversation_id": opened.conversation_id, "trace_id": opened.trace_id}
+        messages = [
+            common
+            | {"id": opened.user_message_id, "role": "user", "content": message}
+            | {"status": "ok", "created_at": now},
+            # a microsecond later: the history's order never depends on a tie
+            common
+            | {"id": opened.assistant_message_id, "role": "assistant", "content": ""}
+            | {"status": "pending", "created_at": now + timedelta(microseconds=1)},
+        ]
+        trace = {
+            "id": opened.trace_id,
+            "conversation_id": opened.conversation_id,
+            "user_message_id": opened.user_message_id,
+            "assistant_message_id": opened.assistant_message_id,
+            "channel": req.channel,
+            "assistant_id": req.assistant,
+            "model": model or self.provider.model,
+            "started_at": now,
+        }
+        touch = {"conv": opened.conversation_id, "caller": req.user_id, "updated_at": now}
+
+        def store(connection: Connection) -> _Opened:
+            """The transaction, all of it in one job: on SQLite one hand-off to the writer thread."""
+            if conversation is None:
+                touched = connection.execute(_TOUCH_CONVERSATION, touch)
+                if touched.rowcount != 1:  # unknown, or someone else's
                     raise NotFoundError(f"conversation {req.conversation_id} does not exist")
             else:
-                await s.execute(
-                    _INSERT_CONVERSATION,
-                    {
-                        "id": conv_id,
-                        "title": message[:60],
-                        "channel": req.channel,
-                        "user_id": req.user_id,
-                        "assistant_id": req.assistant,
-                        "created_at": now,
-                        "updated_at": now,
-                    },
-                )
-            common = {"conversation_id": conv_id, "trace_id": opened.trace_id}
+                connection.execute(_INSERT_CONVERSATION, conversation)
             try:
-                await s.execute(
-                    _INSERT_MESSAGE,
-                    [
-                        common
-                        | {"id": opened.user_message_id, "role": "user", "content": message}
-                        | {"status": "ok", "created_at": now},
-                        # a microsecond later: the history's order never depends on a tie
-                        common
-                        | {"id": opened.assistant_message_id, "role": "assistant", "content": ""}
-                        | {"status": "pending", "created_at": now + timedelta(microseconds=1)},
-                    ],
-                )
-            except IntegrityError as exc:  # uq_messages_one_pending: another process is answering
+                connection.execute(_INSERT_MESSAGE, messages)
+            except IntegrityError as exc:  # uq_messages_one_pending: another turn is answering
                 raise ConversationBusyError(
                     "a reply is still being written in this conversation; wait for it to finish"
                 ) from exc
-            await s.execute(
-                _INSERT_TRACE,
-                {
-                    "id": opened.trace_id,
-                    "conversation_id": conv_id,
-                    "user_message_id": opened.user_message_id,
-                    "assistant_message_id": opened.assistant_message_id,
-                    "channel": req.channel,
-                    "assistant_id": req.assistant,
-                    "model": model or self.provider.model,
-                    "started_at": now,
-                },
-            )
-        return opened
+            connection.execute(_INSERT_TRACE, trace)
+            return opened
+
+        return await self.db.write(store, name="turn opening", undo=_abandon_opening)
 
     async def _expire_interrupted(self, conversation_id: str) -> int:
         """A reply still 'pending' long after any turn could have ended was interrupted (its process
@@ -289,6 +300,7 @@ class Engine:
         history: list[ChatMessage] = []
         self._running.add(conv_id)
         state = TurnState()
+        state.timings["store_turn_ms"] = opened.took_ms
         recorder = TraceRecorder(trace_id, started=state.started)
         observer = self.telemetry.start_turn(
             recorder,
@@ -458,19 +470,24 @@ class Engine:
         }
         # Core statements on the tables, not the ORM: no unit of work, no instances, one multi-row
         # INSERT per table (docs/benchmarks.md, "The fixed work of a turn")
+        reply = {"reply": asst_id, "content": recorder.text, "status": status}
+        batches = recorder.batches()
+        budget = self.budget if spend is not None else None
+
+        def store(connection: Connection) -> None:
+            """The transaction, all of it in one job: on SQLite one hand-off to the writer thread."""
+            stored = connection.execute(_FINISH_REPLY, reply)
+            connection.execute(_FINISH_TRACE, {"trace": trace_id, **trace_values})
+            if stored.rowcount != 1:
+                raise LookupError(f"the pending reply {asst_id} is gone")
+            for table, rows in batches:
+                connection.execute(insert(table), rows)
+            if budget is not None and spend is not None:
+                # last, so a row lock on the owner's day (PostgreSQL) is held only until the commit
+                budget.add_on(connection, *spend)
+
         try:
-            async with self.db.session() as s, s.begin():
-                stored = await s.execute(
-                    _FINISH_REPLY, {"reply": asst_id, "content": recorder.text, "status": status}
-                )
-                await s.execute(_FINISH_TRACE, {"trace": trace_id, **trace_values})
-                if stored.rowcount != 1:  # type: ignore[attr-defined]
-                    raise LookupError(f"the pending reply {asst_id} is gone")
-                for table, rows in recorder.batches():
-                    await s.execute(insert(table), rows)
-                if spend is not None and self.budget is not None:
-                    # last, so a row lock on the owner's day (PostgreSQL) is held only until the commit
-                    await self.budget.add_in(s, *spend)
+            await self.db.write(store, name="turn closing")
         except Exception:
             log.exception("turn %s: could not store the trace", trace_id)
             raise

@@ -80,7 +80,7 @@ async def test_a_turn_counts_its_tokens_in_the_transaction_that_stores_its_answe
     def on_commit(conn: object) -> None:
         log.append((id(conn), "COMMIT"))
 
-    engine = services.db.engine.sync_engine
+    engine = services.db.write_engine  # on SQLite the writer thread's, where the turn's writes run
     event.listen(engine, "before_cursor_execute", on_statement)
     event.listen(engine, "commit", on_commit)
     try:

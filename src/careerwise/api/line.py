@@ -1,6 +1,7 @@
 """``POST /line/webhook``: the LINE Messaging API webhook (see careerwise.channels.line and
 docs/channels.md). The channel lives as long as the app: this router's lifespan starts it after the
-services exist and, on shutdown, waits for the answers still being written."""
+services exist (and checks its assistant, ``CAREERWISE_LINE_ASSISTANT``) and, on shutdown, waits for the
+answers still being written."""
 
 from __future__ import annotations
 
@@ -41,7 +42,10 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
             channel_secret=secret,
             access_token=token,
             api_base_url=settings.line_api_base_url,
+            assistant=settings.line_assistant,
         )
+        # a missing or disabled assistant is logged now, not first noticed by a user's message
+        await channel.check_assistant()
     app.state.line_channel = channel
     app.state.line_problem = problem
     try:

@@ -1,10 +1,13 @@
 """An OpenAI-compatible face: ``POST /v1/chat/completions`` (streaming or not) and ``GET /v1/models``.
 
-Summer is one model, ``summer``. Any OpenAI client can talk to her with a key that an admin issued
-(``careerwise apikeys create``). What the request carries and what comes back (docs/channels.md):
+Each enabled assistant is a model named by its id (``summer``, the default, and any an admin created);
+the request's ``model`` picks who answers. Any OpenAI client can talk to them with a key that an admin
+issued (``careerwise apikeys create``). What the request carries and what comes back (docs/channels.md):
 
+- ``model`` names the assistant: unknown -> 404 ``model_not_found`` (no silent fall-back to Summer: a
+  typo would otherwise answer with another persona), disabled -> 409 ``model_disabled``, as the web API;
 - the last ``user`` message is the question; earlier ``user``/``assistant`` messages are the history;
-  ``system``/``developer`` messages are ignored (the persona is Summer's), and so are ``tools``;
+  ``system``/``developer`` messages are ignored (the persona is the assistant's), and so are ``tools``;
 - the content is the answer (Markdown), then a report if the turn made one, then the knowledge-base
   sources as a short list (``參考資料：`` / ``Sources:``);
 - an extra top-level field ``careerwise`` carries the structure: trace id, route, sources, the tool
@@ -29,17 +32,16 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from careerwise import prompts
 from careerwise.api.chat import MAX_CHARS, FullReply, collect
 from careerwise.api.deps import ServicesDep
+from careerwise.assistants import AssistantProfile
 from careerwise.channels.apikeys import authenticate
 from careerwise.channels.text import report_text, sources_block, sources_of
 from careerwise.engine import HistoryItem, TurnRequest
-from careerwise.errors import RateLimitedError, UserInputError
+from careerwise.errors import ConflictError, NotFoundError, RateLimitedError, UserInputError
 from careerwise.events import DeltaEvent, Event
 from careerwise.store import ApiKey
 
 router = APIRouter(tags=["openai-compatible"])
 
-MODEL_ID = "summer"
-MODEL_CREATED = 1764547200  # 2025-12-01, when Summer became a model here
 MAX_MESSAGES = 400
 
 
@@ -85,8 +87,20 @@ async def _authorize(request: Request, services: ServicesDep) -> ApiKey | JSONRe
 # --------------------------------------------------------------------------- models
 
 
-def _model_card() -> dict[str, Any]:
-    return {"id": MODEL_ID, "object": "model", "created": MODEL_CREATED, "owned_by": "careerwise"}
+def _model_card(profile: AssistantProfile) -> dict[str, Any]:
+    # ``name`` is not in OpenAI's model object; clients ignore it, some chat front-ends show it
+    return {
+        "id": profile.id,
+        "object": "model",
+        "created": int(profile.created_at.timestamp()),
+        "owned_by": "careerwise",
+        "name": profile.name,
+    }
+
+
+async def _serving(services: ServicesDep) -> list[AssistantProfile]:
+    """The models: the enabled assistants, read fresh (an admin's change shows on the next request)."""
+    return [p for p in await services.assistant_settings.assistants.list() if p.enabled]
 
 
 @router.get("/v1/models")
@@ -94,7 +108,7 @@ async def list_models(request: Request, services: ServicesDep) -> JSONResponse:
     key = await _authorize(request, services)
     if isinstance(key, JSONResponse):
         return key
-    return JSONResponse({"object": "list", "data": [_model_card()]})
+    return JSONResponse({"object": "list", "data": [_model_card(p) for p in await _serving(services)]})
 
 
 @router.get("/v1/models/{model}")
@@ -102,17 +116,25 @@ async def get_model(model: str, request: Request, services: ServicesDep) -> JSON
     key = await _authorize(request, services)
     if isinstance(key, JSONResponse):
         return key
-    if model != MODEL_ID:
-        return _no_such_model(model)
-    return JSONResponse(_model_card())
+    for profile in await _serving(services):
+        if profile.id == model:
+            return JSONResponse(_model_card(profile))
+    return _no_such_model(model)  # a disabled assistant is not listed, so it is not found here either
 
 
 def _no_such_model(model: str) -> JSONResponse:
     return openai_error(
         404,
-        f"The model '{model}' does not exist. This server has one model: '{MODEL_ID}'.",
+        f"The model '{model}' does not exist. The models are this server's enabled assistants "
+        "(GET /v1/models); the default is 'summer'.",
         code="model_not_found",
         param="model",
+    )
+
+
+def _disabled_model(model: str) -> JSONResponse:
+    return openai_error(
+        409, f"The model '{model}' is a disabled assistant.", code="model_disabled", param="model"
     )
 
 
@@ -138,7 +160,7 @@ class StreamOptions(_Open):
 
 
 class ChatCompletionIn(_Open):
-    model: str
+    model: str = Field(max_length=256)  # an assistant id; echoed in errors, so bounded
     messages: list[ChatMessageIn] = Field(min_length=1, max_length=MAX_MESSAGES)
     stream: bool | None = False
     stream_options: StreamOptions | None = None
@@ -166,13 +188,19 @@ def _turn(body: ChatCompletionIn, key: ApiKey) -> TurnRequest | JSONResponse:
     history: list[HistoryItem] = []
     for m in body.messages[:last]:
         if m.role not in ("user", "assistant"):
-            continue  # system / developer / tool messages: the persona and the tools are Summer's own
+            continue  # system / developer / tool messages: the persona and the tools are the assistant's own
         content = _text(m.content)
         if m.role == "assistant":
             content = _SOURCES_TAIL.sub("", content)
         if content.strip():
             history.append(HistoryItem(m.role, content[: MAX_CHARS * 4]))
-    return TurnRequest(message=question, history=history, channel="openai", user_id=f"apikey:{key.id}")
+    return TurnRequest(
+        message=question,
+        history=history,
+        channel="openai",
+        user_id=f"apikey:{key.id}",
+        assistant=body.model,
+    )
 
 
 def _validation_message(exc: ValidationError) -> tuple[str, str | None]:
@@ -234,11 +262,11 @@ def _usage(reply: FullReply) -> dict[str, int]:
     return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
 
-def _failure(reply: FullReply, extra: dict[str, Any]) -> dict[str, Any]:
+def _failure(reply: FullReply, extra: dict[str, Any], model: str) -> dict[str, Any]:
     err = reply.error or {}
     return {
         "error": {
-            "message": err.get("message") or "Summer could not answer.",
+            "message": err.get("message") or f"The model '{model}' could not answer.",
             "type": "api_error",
             "param": None,
             "code": err.get("code") or "internal_error",
@@ -267,16 +295,19 @@ async def chat_completions(request: Request, services: ServicesDep) -> Response:
             message, param = _validation_message(exc)
             return openai_error(400, message, param=param)
         return openai_error(400, "We could not parse the JSON body of your request.")
-    if body.model != MODEL_ID:
-        return _no_such_model(body.model)
     if body.n not in (None, 1):
         return openai_error(400, "Only n=1 is supported.", param="n")
     turn = _turn(body, key)
     if isinstance(turn, JSONResponse):
         return turn
+    model = body.model  # the assistant, checked by the engine before anything is stored
     gen = services.engine.run(turn)
     try:
         first = await gen.__anext__()  # after validation and storage: input errors are a 400 here
+    except NotFoundError:  # no conversation is named here, so it is the assistant that is unknown
+        return _no_such_model(model)
+    except ConflictError:  # a disabled assistant (before UserInputError: it is one)
+        return _disabled_model(model)
     except RateLimitedError as exc:  # the key's daily token budget, in OpenAI's 429 shape
         return openai_error(
             429,
@@ -298,14 +329,14 @@ async def chat_completions(request: Request, services: ServicesDep) -> Response:
         reply = collect(events)
         extra = careerwise_field(reply)
         if reply.status == "error":
-            return JSONResponse(_failure(reply, extra), status_code=502)
+            return JSONResponse(_failure(reply, extra, model), status_code=502)
         content = "\n\n".join(p for p in (reply.answer.strip(), _tail(reply, zh)) if p)
         return JSONResponse(
             {
                 "id": completion_id,
                 "object": "chat.completion",
                 "created": created,
-                "model": MODEL_ID,
+                "model": model,
                 "choices": [
                     {
                         "index": 0,
@@ -327,7 +358,7 @@ async def chat_completions(request: Request, services: ServicesDep) -> Response:
                 "id": completion_id,
                 "object": "chat.completion.chunk",
                 "created": created,
-                "model": MODEL_ID,
+                "model": model,
                 "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
                 **extra,
             }
@@ -351,7 +382,7 @@ async def chat_completions(request: Request, services: ServicesDep) -> Response:
         reply = collect(events)
         extra = careerwise_field(reply)
         if reply.status == "error":
-            yield _sse(_failure(reply, extra))
+            yield _sse(_failure(reply, extra, model))
             return
         tail = _tail(reply, zh)
         if tail:
@@ -363,7 +394,7 @@ async def chat_completions(request: Request, services: ServicesDep) -> Response:
                     "id": completion_id,
                     "object": "chat.completion.chunk",
                     "created": created,
-                    "model": MODEL_ID,
+                    "model": model,
                     "choices": [],
                     "usage": _usage(reply),
                 }

@@ -5,7 +5,8 @@ of the body is read, and a body without one is cut off (413) as soon as it passe
 file never sits in memory. The multipart form is parsed by Starlette's streaming parser over that capped
 stream (FastAPI's ``UploadFile`` parameter would read the whole body before the endpoint runs).
 Owner: the logged-in user, else the conversation (``conversation_id``; a new one is made for a first
-anonymous upload and returned).
+anonymous upload and returned). The review runs as a turn of the assistant named by ``assistant`` (form
+field or query; default ``summer``): unknown 404, disabled 409, checked before the file is read for text.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from starlette.formparsers import MultiPartException, MultiPartParser
 
 from careerwise.api.auth import OptionalUser, client_ip
 from careerwise.api.deps import ServicesDep
+from careerwise.assistants import DEFAULT_ASSISTANT
 from careerwise.errors import NotFoundError, UnsupportedMediaTypeError, UserInputError
 from careerwise.events import (
     DegradedEvent,
@@ -40,6 +42,7 @@ router = APIRouter(tags=["resumes"])
 FORM_OVERHEAD = 64 * 1024  # multipart boundaries, headers and the small text fields
 _CONVERSATION_ID = re.compile(r"^[0-9a-f]{32}$")
 MAX_ROLE_CHARS = 200
+MAX_ASSISTANT_CHARS = 64
 ConversationParam = Annotated[
     str | None,
     Query(
@@ -59,6 +62,12 @@ UPLOAD_BODY = {
                         "file": {"type": "string", "format": "binary", "description": "PDF, DOCX or text"},
                         "target_role": {"type": "string", "maxLength": MAX_ROLE_CHARS},
                         "conversation_id": {"type": "string", "pattern": "^[0-9a-f]{32}$"},
+                        "assistant": {
+                            "type": "string",
+                            "maxLength": MAX_ASSISTANT_CHARS,
+                            "description": "Which assistant reviews it (default summer); also a query "
+                            "parameter",
+                        },
                     },
                 }
             }
@@ -80,7 +89,22 @@ async def _capped(request: Request, cap: int) -> AsyncGenerator[bytes, None]:
         yield chunk
 
 
-async def read_upload(request: Request, services: Services, user: User | None) -> Upload:
+def _assistant(form_value: object, query_value: str | None) -> str:
+    """The assistant named by the form field or the query (the same one if both are given)."""
+    if form_value is not None and not isinstance(form_value, str):
+        raise UserInputError("assistant must be text")
+    named = {v.strip() for v in (form_value, query_value) if v is not None and v.strip()}
+    if len(named) > 1:
+        raise UserInputError("the form field and the query parameter name different assistants")
+    assistant = named.pop() if named else DEFAULT_ASSISTANT
+    if len(assistant) > MAX_ASSISTANT_CHARS:
+        raise UserInputError(f"assistant is longer than {MAX_ASSISTANT_CHARS} characters")
+    return assistant
+
+
+async def read_upload(
+    request: Request, services: Services, user: User | None, assistant: str | None = None
+) -> Upload:
     limit = services.resumes.limits.max_bytes
     content_type = request.headers.get("content-type", "")
     if not content_type.lower().startswith("multipart/form-data"):
@@ -127,6 +151,7 @@ async def read_upload(request: Request, services: Services, user: User | None) -
             target_role=role or None,
             conversation_id=conversation_id,
             user_id=user.id if user else None,
+            assistant=_assistant(form.get("assistant"), assistant),
         )
     finally:
         await form.close()
@@ -224,12 +249,23 @@ async def upload_resume(
     services: ServicesDep,
     user: OptionalUser,
     stream: Annotated[bool, Query(description="1: Server-Sent Events instead of one JSON body")] = False,
+    assistant: Annotated[
+        str | None,
+        Query(
+            max_length=MAX_ASSISTANT_CHARS,
+            description="Which assistant reviews it (default summer; or the form field 'assistant'). "
+            "Unknown: 404, disabled: 409.",
+        ),
+    ] = None,
 ) -> StreamingResponse | JSONResponse:
     if user is None:
         await services.limiters.anonymous_chat.hit(client_ip(request), "messages without an account")
     else:
         await services.limiters.user_chat.hit(user.id, "messages")
-    upload = await read_upload(request, services, user)
+    upload = await read_upload(request, services, user, assistant)
+    if upload.assistant != DEFAULT_ASSISTANT:
+        # 404/409 before the file is extracted; the engine checks again (it may be disabled meanwhile)
+        await services.assistant_settings.for_turn(upload.assistant)
     items = services.resumes.review_upload(services.engine, upload)
     first = await items.__anext__()  # extraction errors are raised here, before any byte is sent
     if not stream:

@@ -8,9 +8,14 @@ The order of work for one webhook request:
    that was stored already is dropped, so it is never answered twice;
 3. the HTTP answer (200) goes back at once; text messages are queued per LINE chat and answered in the
    background, one turn at a time per chat, in the order they arrived;
-4. a turn runs through the engine with the chat's conversation (history carries over); if it is slow the
-   chat shows LINE's loading animation; the answer is sent with the reply token, or pushed (with an
-   ``X-Line-Retry-Key``) when the token can no longer be used.
+4. a turn runs through the engine with the chat's conversation (history carries over), answered by the
+   channel's assistant (``CAREERWISE_LINE_ASSISTANT``); if it is slow the chat shows LINE's loading
+   animation; the answer is sent with the reply token, or pushed (with an ``X-Line-Retry-Key``) when the
+   token can no longer be used.
+
+The assistant is checked at start-up and by every turn (an admin may create or enable it later, without a
+restart). While it is unknown or disabled, every message still gets an answer — the usual "something went
+wrong" line — and the cause is logged at ERROR level and counted: a misconfigured bot is never silent.
 """
 
 from __future__ import annotations
@@ -33,9 +38,16 @@ from sqlalchemy.exc import IntegrityError
 
 from careerwise import prompts
 from careerwise.api.chat import FullReply, collect
+from careerwise.assistants import DEFAULT_ASSISTANT
 from careerwise.channels.text import reply_plain_text, split_messages
 from careerwise.engine import Engine, TurnRequest
-from careerwise.errors import ConversationBusyError, NotFoundError, RateLimitedError, UserInputError
+from careerwise.errors import (
+    ConflictError,
+    ConversationBusyError,
+    NotFoundError,
+    RateLimitedError,
+    UserInputError,
+)
 from careerwise.events import Event
 from careerwise.store import Database, LineEventRecord, LineUser
 
@@ -200,6 +212,13 @@ class LinePushError(RuntimeError):
     pass
 
 
+class LineAssistantUnavailableError(RuntimeError):
+    """The assistant configured for LINE does not exist or is disabled (a setup problem, not the user's)."""
+
+
+ASSISTANT_UNAVAILABLE = "line_assistant_unavailable"  # the code counted in careerwise_errors_total
+
+
 class LineChannel:
     """Receives verified webhook events and answers them in background tasks (see the module doc)."""
 
@@ -214,9 +233,11 @@ class LineChannel:
         loading_after: float = 1.0,
         request_timeout: float = 15.0,
         shutdown_timeout: float | None = None,
+        assistant: str = DEFAULT_ASSISTANT,
     ) -> None:
         self.engine = engine
         self.db = db
+        self.assistant = assistant
         self._secret = channel_secret
         self.loading_after = loading_after
         self.request_timeout = request_timeout
@@ -302,10 +323,18 @@ class LineChannel:
     async def _handle(self, job: _Job) -> None:
         event = job.event
         trace_id: str | None = None
+        problem: str | None = None
         try:
             if job.kind == "text":
                 assert event.message is not None and event.message.text is not None
-                texts, trace_id = await self._answer(job, event.message.text)
+                try:
+                    texts, trace_id = await self._answer(job, event.message.text)
+                except LineAssistantUnavailableError as exc:
+                    # the operator's problem, not the user's: logged and counted, and the user still
+                    # gets the channel's usual failure line rather than silence
+                    problem = str(exc)
+                    self._assistant_failed(problem, event.webhookEventId)
+                    texts = [prompts.line("internal_error", prompts.is_chinese(event.message.text))]
             else:
                 texts = [NOT_TEXT]
             delivery = await self._deliver(event, job.chat_key, texts)
@@ -314,7 +343,44 @@ class LineChannel:
             log.exception("line channel: event %s could not be answered", event.webhookEventId)
             await self._finish(event.webhookEventId, "failed", None, trace_id, _describe(exc)[:2000])
             return
-        await self._finish(event.webhookEventId, "answered", delivery, trace_id, None)
+        status = "failed" if problem else "answered"
+        await self._finish(event.webhookEventId, status, delivery, trace_id, problem)
+
+    # ---- the channel's assistant
+
+    async def assistant_problem(self) -> str | None:
+        """Why the configured assistant cannot answer (unknown, disabled), or None when it can. Read
+        fresh: the same check the engine makes, so what it says holds for the next turn."""
+        try:
+            await self.engine.settings_store.for_turn(self.assistant)
+        except NotFoundError:
+            return f"the LINE assistant {self.assistant!r} (CAREERWISE_LINE_ASSISTANT) does not exist"
+        except ConflictError:
+            return f"the LINE assistant {self.assistant!r} (CAREERWISE_LINE_ASSISTANT) is disabled"
+        return None
+
+    async def check_assistant(self) -> str | None:
+        """At start-up: log (ERROR) and count a configured assistant that cannot answer. The channel runs
+        anyway: the assistant may be created or enabled later, and each turn checks again."""
+        try:
+            problem = await self.assistant_problem()
+        except Exception:  # the database is not reachable yet: the turns will check (and say) again
+            self.failures += 1
+            log.exception("line channel: could not check the assistant %r at start-up", self.assistant)
+            return None
+        if problem is not None:
+            self._assistant_failed(problem, None)
+        return problem
+
+    def _assistant_failed(self, problem: str, event_id: str | None) -> None:
+        self.failures += 1
+        self.engine.telemetry.metrics.errors.labels(ASSISTANT_UNAVAILABLE).inc()
+        where = f"event {event_id} got the failure reply" if event_id else "at start-up"
+        log.error(
+            "line channel: %s (%s); create or enable it (careerwise assistants) or change the setting",
+            problem,
+            where,
+        )
 
     async def _finish(
         self, event_id: str, status: str, delivery: str | None, trace_id: str | None, error: str | None
@@ -362,12 +428,21 @@ class LineChannel:
         waited = 0.0
         while True:
             request = TurnRequest(
-                message=text, conversation_id=conversation_id, channel="line", user_id=f"line:{chat_key}"
+                message=text,
+                conversation_id=conversation_id,
+                channel="line",
+                user_id=f"line:{chat_key}",
+                assistant=self.assistant,
             )
             try:
                 events: list[Event] = [e async for e in self.engine.run(request)]
-            except NotFoundError:
-                if conversation_id is None:
+            except (NotFoundError, ConflictError) as exc:
+                # the engine checks the assistant first: ask which of the two was not found (only on
+                # this path, so a normal turn reads nothing more)
+                problem = await self.assistant_problem()
+                if problem is not None:
+                    raise LineAssistantUnavailableError(problem) from exc
+                if conversation_id is None or isinstance(exc, ConflictError):
                     raise
                 log.warning("line channel: the conversation of %s is gone; starting a new one", chat_key)
                 conversation_id = None

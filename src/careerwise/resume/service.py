@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from careerwise import prompts
+from careerwise.assistants import DEFAULT_ASSISTANT
 from careerwise.errors import NotFoundError
 from careerwise.events import DegradedEvent, DoneEvent, Event
 from careerwise.flows.base import FlowContext
@@ -56,6 +57,7 @@ class Upload:
     target_role: str | None
     conversation_id: str | None
     user_id: str | None
+    assistant: str = DEFAULT_ASSISTANT  # whose settings and trace the review turn runs under
 
 
 @dataclass(frozen=True)
@@ -194,6 +196,7 @@ class ResumeService:
             message=label,
             conversation_id=conversation_id,
             user_id=upload.user_id,
+            assistant=upload.assistant,
             route=RouteDecision(
                 intent="resume",
                 tier=None,

@@ -4,21 +4,27 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import queue
 import threading
 import time
 import weakref
-from collections.abc import AsyncIterator
+from collections import Counter
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import create_engine, event
-from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import DisconnectionError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker, create_async_engine
 
+from careerwise.errors import CareerWiseError
+
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 _MIGRATIONS = Path(__file__).parent / "migrations"
 
 
@@ -54,7 +60,7 @@ def _sqlite_pragmas(dbapi_connection: object, _record: object) -> None:
     cursor = dbapi_connection.cursor()  # type: ignore[attr-defined]
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.execute("PRAGMA journal_mode=WAL")
-    # other processes: writes queue in each process (SerialWriteSession), then meet here
+    # other processes, and this process's writer thread and async writers: they meet here
     cursor.execute("PRAGMA busy_timeout=15000")
     # WAL + NORMAL: a commit is durable against a process crash; only an OS crash can lose the last one
     cursor.execute("PRAGMA synchronous=NORMAL")
@@ -135,7 +141,9 @@ class SerialWriteSession(AsyncSession):
     turns made writers wait past ``busy_timeout`` ("database is locked": a 500, or a lost trace). On
     SQLite, every write transaction (``async with session.begin()``) of this process first takes an
     asyncio lock, so they queue in the event loop instead of inside SQLite; other processes still meet
-    at SQLite's lock. Reads take no lock (WAL lets them run beside the writer)."""
+    at SQLite's lock. Reads take no lock (WAL lets them run beside the writer). The turn's own writes
+    (opening and closing) do not come here: they run on :class:`SQLiteWriter`'s thread, because holding
+    this lock across the statements' hops through a busy event loop was what made turns wait."""
 
     def begin(self) -> Any:
         inner = super().begin()
@@ -160,6 +168,164 @@ class _LoopLocks:
             if lock is None:
                 lock = self._locks[loop] = _WriteLock(timeout=60.0)
             return lock
+
+
+WriteJob = Callable[[Connection], T]
+
+
+@dataclass(eq=False)
+class _Job:
+    """A write transaction waiting for the writer thread, and where its outcome goes."""
+
+    run: Callable[[Connection], Any]
+    name: str
+    loop: asyncio.AbstractEventLoop
+    future: asyncio.Future[Any]
+    # run after the commit, in a transaction of its own, when the caller stopped waiting meanwhile
+    undo: Callable[[Connection, Any], None] | None = None
+    gone: threading.Event = field(default_factory=threading.Event)
+
+
+_STOP = object()
+
+
+class SQLiteWriter:
+    """One thread that owns a synchronous connection and runs this process's hot-path write
+    transactions (a turn's opening and closing), one job each, one after another.
+
+    The asyncio write lock (:class:`SerialWriteSession`) is held across every statement's hop to
+    aiosqlite's thread and back through the event loop; with 200 streams on the loop each hop waits a
+    loop pass, so a 1.5 ms transaction held the lock for tens of ms and the turns queued behind it
+    (docs/benchmarks.md, "SQLite's writes on one thread"). Here a transaction costs one hand-off to the
+    thread and one back, and SQLite's write lock is held only while the SQL runs. Each job runs in
+    ``BEGIN IMMEDIATE`` (it takes SQLite's write lock first, and waits up to busy_timeout for another
+    process or this process's async writers, which meet it there). A job's exception rolls its
+    transaction back, is logged, counted in :attr:`failures` and raised to the awaiting caller; the
+    next job runs as usual."""
+
+    def __init__(self, url: str) -> None:
+        self._url = url
+        self._queue: queue.SimpleQueue[_Job | object] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._engine: Engine | None = None
+        self._guard = threading.Lock()
+        self.done = 0  # jobs committed
+        self.failures: Counter[str] = Counter()  # failed jobs by job name
+
+    def _make_engine(self) -> Engine:
+        engine = create_engine(self._url, pool_size=1, max_overflow=0)
+        event.listen(engine, "connect", _sqlite_pragmas)
+
+        @event.listens_for(engine, "connect")
+        def _manual_transactions(dbapi_connection: Any, _record: Any) -> None:
+            dbapi_connection.isolation_level = None  # the driver opens nothing itself: BEGIN is ours
+
+        @event.listens_for(engine, "begin")
+        def _begin_immediate(connection: Connection) -> None:
+            connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+        return engine
+
+    @property
+    def engine(self) -> Engine:
+        """The writer's synchronous engine (one connection), made on first use."""
+        with self._guard:
+            if self._engine is None:
+                self._engine = self._make_engine()
+            return self._engine
+
+    def _submit(self, item: _Job) -> None:
+        """Queue ``item``, starting the thread if none runs. Under the guard, so no job can land in the
+        queue of a thread that :meth:`stop` has already told to end."""
+        engine = self.engine
+        with self._guard:
+            if self._thread is None or not self._thread.is_alive():
+                self._queue = queue.SimpleQueue()  # each thread its own: a stopped one drains only its own
+                self._thread = threading.Thread(
+                    target=self._serve,
+                    args=(engine, self._queue),
+                    name="careerwise-sqlite-writer",
+                    daemon=True,
+                )
+                self._thread.start()
+            self._queue.put(item)
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    async def run(
+        self, job: WriteJob[T], *, name: str, undo: Callable[[Connection, T], None] | None = None
+    ) -> T:
+        """``job(connection)`` in a transaction of its own on the writer thread; its result, or its
+        exception. A caller cancelled before the job starts skips it; one cancelled while it runs still
+        has it committed, and then ``undo(connection, result)`` runs in a transaction of its own."""
+        loop = asyncio.get_running_loop()
+        item = _Job(job, name, loop, loop.create_future(), undo)
+        item.future.add_done_callback(lambda f: item.gone.set() if f.cancelled() else None)
+        self._submit(item)
+        result: T = await item.future
+        return result
+
+    def _serve(self, engine: Engine, jobs: queue.SimpleQueue[_Job | object]) -> None:
+        while True:
+            item = jobs.get()
+            if item is _STOP:
+                return
+            assert isinstance(item, _Job)
+            if item.gone.is_set():
+                continue  # nobody waits for it any more and nothing of it was written
+            self._run(engine, item)
+
+    def _run(self, engine: Engine, item: _Job) -> None:
+        try:
+            with engine.connect() as connection, connection.begin():
+                result = item.run(connection)
+        except CareerWiseError as exc:  # the caller's answer (a busy conversation: 409, not ours: 404)
+            log.info("database: the %s write was refused and rolled back: %s", item.name, exc)
+            self._settle(item, None, exc)
+            return
+        except Exception as exc:  # noqa: BLE001 - logged, counted, and raised to the caller
+            self.failures[item.name] += 1
+            log.warning("database: the %s write failed and was rolled back: %r", item.name, exc)
+            self._settle(item, None, exc)
+            return
+        self.done += 1
+        self._settle(item, result, None)
+
+    def _settle(self, item: _Job, result: Any, exc: BaseException | None) -> None:
+        try:
+            item.loop.call_soon_threadsafe(self._deliver, item, result, exc)
+        except RuntimeError:  # the caller's loop is closed: nobody is left to tell
+            log.error("database: the %s write finished after its event loop closed (%r)", item.name, exc)
+
+    def _deliver(self, item: _Job, result: Any, exc: BaseException | None) -> None:
+        """On the caller's loop, so it cannot race the caller's cancellation."""
+        if not item.future.cancelled():
+            if exc is None:
+                item.future.set_result(result)
+            else:
+                item.future.set_exception(exc)
+            return
+        if exc is None and item.undo is not None:
+            undo = item.undo
+            log.info("database: the %s write committed after its caller left; undoing it", item.name)
+            undone = item.loop.create_future()
+            # its failure is logged and counted in the thread; nobody awaits it, so take it here
+            undone.add_done_callback(lambda f: f.cancelled() or f.exception())
+            self._submit(_Job(lambda c: undo(c, result), f"{item.name} undo", item.loop, undone))
+
+    def stop(self) -> None:
+        """Let the queued jobs finish, then end the thread and close its connection (blocks)."""
+        with self._guard:
+            thread, self._thread = self._thread, None
+            engine, self._engine = self._engine, None
+            if thread is not None:
+                self._queue.put(_STOP)
+        if thread is not None:
+            thread.join()
+        if engine is not None:
+            engine.dispose()
 
 
 PING_AFTER_IDLE = 5.0  # seconds; see _ping_when_idle
@@ -200,7 +366,11 @@ def _ping_when_idle(engine: Engine, idle: float) -> None:
 
 
 class Database:
-    def __init__(self, url: str, *, ping_after_idle: float = PING_AFTER_IDLE) -> None:
+    def __init__(
+        self, url: str, *, ping_after_idle: float = PING_AFTER_IDLE, writer_thread: bool = True
+    ) -> None:
+        """``writer_thread``: on an SQLite file, run :meth:`write`'s jobs on :class:`SQLiteWriter`
+        (False: on the async session behind the process's write lock, as PostgreSQL does without it)."""
         url = async_url(url)
         self.url = url
         if url.startswith("sqlite"):
@@ -231,6 +401,13 @@ class Database:
         )
         self._blocking_engine: Engine | None = None
         self._blocking_lock = threading.Lock()
+        # SQLite on a file: the turn's writes run on one thread (see ``write``); an in-memory database is
+        # private to its connection, so there every write stays on the async session
+        path = make_url(url).database if url.startswith("sqlite") else None
+        on_file = bool(path) and path != ":memory:"
+        self.writer = SQLiteWriter(sync_url(url)) if writer_thread and on_file else None
+        if self.writer is not None:
+            weakref.finalize(self, self.writer.stop)
 
     @property
     def is_postgresql(self) -> bool:
@@ -257,7 +434,26 @@ class Database:
         async with (self._autocommit_sessions if autocommit else self.sessions)() as session:
             yield session
 
+    async def write(
+        self, job: WriteJob[T], *, name: str, undo: Callable[[Connection, T], None] | None = None
+    ) -> T:
+        """``job(connection)`` in one write transaction, committed when it returns, rolled back when it
+        raises (the exception is the caller's). SQLite: on the writer thread (:class:`SQLiteWriter`), one
+        hand-off each way instead of one per statement. PostgreSQL: on the async session, as before (many
+        writers, no process lock). ``undo``: see :meth:`SQLiteWriter.run` (SQLite only)."""
+        if self.writer is not None:
+            return await self.writer.run(job, name=name, undo=undo)
+        async with self.session() as s, s.begin():
+            return await s.run_sync(lambda sync: job(sync.connection()))
+
+    @property
+    def write_engine(self) -> Engine:
+        """The engine whose connections run :meth:`write`'s jobs (for tests that watch the statements)."""
+        return self.writer.engine if self.writer is not None else self.engine.sync_engine
+
     async def dispose(self) -> None:
+        if self.writer is not None:
+            await asyncio.to_thread(self.writer.stop)
         await self.engine.dispose()
         with self._blocking_lock:
             blocking, self._blocking_engine = self._blocking_engine, None
