@@ -20,6 +20,12 @@ class Settings(BaseSettings):
     environment: Literal["development", "production", "test"] = "development"
     data_dir: Path = Field(default=Path("data"), description="Where the SQLite file and model cache live.")
     database_url: str | None = Field(default=None, description="SQLAlchemy URL; default sqlite in data_dir.")
+    database_pool_size: int = Field(
+        default=5, ge=1, le=1000, description="PostgreSQL: connections each process keeps open."
+    )
+    database_max_overflow: int = Field(
+        default=10, ge=0, le=1000, description="PostgreSQL: extra connections a process may open at a peak."
+    )
 
     # --- LLM provider -------------------------------------------------------------------------
     llm_base_url: str | None = Field(

@@ -354,7 +354,11 @@ def build_services(
     router: Router | None = None,
     telemetry: Telemetry | None = None,
 ) -> Services:
-    db = Database(settings.resolved_database_url)
+    db = Database(
+        settings.resolved_database_url,
+        pool_size=settings.database_pool_size,
+        max_overflow=settings.database_max_overflow,
+    )
     db.migrate()
     kb = KnowledgeBase(
         db,

@@ -5,9 +5,12 @@ connection used moments ago is handed out without a ping."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
+from typing import Any
 
 from sqlalchemy import text
 
+from careerwise.services import Services
 from careerwise.store import Database
 from tests.integration.conftest import admin_connection
 
@@ -47,3 +50,17 @@ async def test_a_connection_used_just_now_is_not_pinged(pg_empty_database: str) 
         assert pings == []  # a new connection counts as just used; the next four checkouts follow it
     finally:
         await db.dispose()
+
+
+async def test_the_postgresql_pool_follows_the_settings(
+    pg_database: str, make_services: Callable[..., Services]
+) -> None:
+    services = make_services(database_url=pg_database, database_pool_size=7, database_max_overflow=3)
+    pool: Any = services.db.engine.pool
+    assert (pool.size(), pool._max_overflow) == (7, 3)
+    plain = Database(pg_database)
+    try:
+        default: Any = plain.engine.pool
+        assert (default.size(), default._max_overflow) == (5, 10)
+    finally:
+        await plain.dispose()

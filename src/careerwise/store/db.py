@@ -367,17 +367,26 @@ def _ping_when_idle(engine: Engine, idle: float) -> None:
 
 class Database:
     def __init__(
-        self, url: str, *, ping_after_idle: float = PING_AFTER_IDLE, writer_thread: bool = True
+        self,
+        url: str,
+        *,
+        ping_after_idle: float = PING_AFTER_IDLE,
+        writer_thread: bool = True,
+        pool_size: int = 5,
+        max_overflow: int = 10,
     ) -> None:
         """``writer_thread``: on an SQLite file, run :meth:`write`'s jobs on :class:`SQLiteWriter`
-        (False: on the async session behind the process's write lock, as PostgreSQL does without it)."""
+        (False: on the async session behind the process's write lock, as PostgreSQL does without it).
+        ``pool_size``/``max_overflow``: PostgreSQL's connection pool per process (SQLAlchemy's defaults);
+        a burst of turns waits for a connection beyond them (docs/deployment.md)."""
         url = async_url(url)
         self.url = url
         if url.startswith("sqlite"):
             path = make_url(url).database
             if path and path != ":memory:":
                 Path(path).parent.mkdir(parents=True, exist_ok=True)
-        self.engine = create_async_engine(url)
+        pool = {} if url.startswith("sqlite") else {"pool_size": pool_size, "max_overflow": max_overflow}
+        self.engine = create_async_engine(url, **pool)
         sync_engine: Engine = self.engine.sync_engine
         if url.startswith("sqlite"):
             event.listen(sync_engine, "connect", _sqlite_pragmas)
