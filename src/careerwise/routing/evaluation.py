@@ -239,11 +239,8 @@ def fit_lexical(
     bars = fit_thresholds(
         samples, model=LEXICAL, examples_digest=classifier.digest, k=k, target_precision=target_precision
     )
-    return Thresholds(
-        thresholds=bars.thresholds,
-        margin=bars.margin,
-        model=bars.model,
-        examples_digest=bars.examples_digest,
+    return replace(
+        bars,
         k=k,
         target_precision=target_precision,
         report={
@@ -303,16 +300,7 @@ async def fit(
         "test": _summary(test_report),
     }
     return FitResult(
-        Thresholds(
-            thresholds=thresholds.thresholds,
-            margin=thresholds.margin,
-            model=thresholds.model,
-            examples_digest=thresholds.examples_digest,
-            k=k,
-            target_precision=target_precision,
-            report=summary,
-            guess=thresholds.guess,
-        ),
+        replace(thresholds, k=k, target_precision=target_precision, report=summary),
         train_report,
         test_report,
         lexical_bars,
