@@ -70,8 +70,10 @@ def test_200_turns_with_10_faults_of_each_kind(
         return text(ANSWER, chunk_size=6)
 
     fake_llm.responder = respond
+    # a read deadline of 0.5 s once failed a clean retry on a loaded CI machine (2026-11-30); 2 s still
+    # ends each 5 s hang with a retry and cannot hide a connection that never answers
     server = live_server(
-        llm_read_timeout=0.5, llm_connect_timeout=1.0, turn_deadline=10.0, llm_breaker_threshold=5
+        llm_read_timeout=2.0, llm_connect_timeout=1.0, turn_deadline=10.0, llm_breaker_threshold=5
     )
     n_faults = len(plan)
     clean = range(n_faults, 200)
