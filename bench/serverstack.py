@@ -29,7 +29,6 @@ extra packages.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import re
 import sys
@@ -46,6 +45,7 @@ import httpx
 from bench._serve import Server, _reap, data_dir_with_corpus, descendants, server_env
 from bench.common import free_port, process, table
 from bench.turncost import Phase
+from tests.conftest import parse_sse
 
 PKGS = os.environ.get("BENCH_SERVERSTACK_PKGS", "/tmp/srvpkgs")
 ROUNDS = int(os.environ.get("BENCH_SERVERSTACK_ROUNDS", "2"))
@@ -148,17 +148,8 @@ async def _one_stream(url: str, message: str) -> Stream:
         keep = ("content-type", "cache-control", "x-accel-buffering", "transfer-encoding", "connection")
         got = Stream({k: r.headers.get(k, "") for k in keep} | {"status": str(r.status_code)})
         raw = b"".join([b async for b in r.aiter_bytes()]).decode()
-    for block in raw.split("\n\n"):
-        if not block.strip():
-            continue
-        event, data = "message", ""
-        for line in block.split("\n"):
-            if line.startswith("event: "):
-                event = line[7:]
-            elif line.startswith("data: "):
-                data += line[6:]
-        payload = json.loads(data) if data else None
-        if event == "delta" and isinstance(payload, dict):
+    for event, payload in parse_sse(raw):  # the tests' SSE parser: one reading of the frames
+        if event == "delta":
             got.text += str(payload.get("text", ""))
             continue  # the text is compared whole: the chunking is the provider's
         got.events.append((event, _shape(payload)))
