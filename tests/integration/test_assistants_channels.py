@@ -34,7 +34,7 @@ from tests.integration.test_line_webhook import (
     wait_until,
 )
 from tests.integration.test_metrics import scrape, value
-from tests.integration.test_openai_compat import issue_key
+from tests.integration.test_openai_compat import sdk_client
 from tests.integration.test_resumes import responder, server_for
 
 LI_PERSONA = "You are Li, a negotiation coach. Today is {today}. Answer in two sentences."
@@ -81,9 +81,7 @@ def openai_server(live_server: Callable[..., LiveServer]) -> Iterator[tuple[Live
     server = live_server()
     add_assistant(server, "coach-li", persona=LI_PERSONA)
     add_assistant(server, "coach-wu", enabled=False, persona="You are Wu.")
-    with openai.OpenAI(
-        base_url=f"{server.url}/v1", api_key=issue_key(server), max_retries=0, timeout=30
-    ) as oa:
+    with sdk_client(server) as oa:
         yield server, oa
 
 

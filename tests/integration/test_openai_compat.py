@@ -25,12 +25,15 @@ def issue_key(server: LiveServer, name: str = "tests") -> str:
     return str(token)
 
 
+def sdk_client(server: LiveServer) -> openai.OpenAI:
+    """The official SDK pointed at ``server`` with a fresh key; no retries, so every request is seen."""
+    return openai.OpenAI(base_url=f"{server.url}/v1", api_key=issue_key(server), max_retries=0, timeout=30)
+
+
 @pytest.fixture
 def summer(live_server: Callable[..., LiveServer]) -> Iterator[tuple[LiveServer, openai.OpenAI]]:
     server = live_server()
-    with openai.OpenAI(
-        base_url=f"{server.url}/v1", api_key=issue_key(server), max_retries=0, timeout=30
-    ) as oa:
+    with sdk_client(server) as oa:
         yield server, oa
 
 
