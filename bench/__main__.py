@@ -11,6 +11,7 @@ from bench import (
     disconnect,
     injection,
     local_seed,
+    memory,
     propagation,
     ratelimit,
     routing,
@@ -40,6 +41,7 @@ def main() -> None:
         ("ratelimit", ratelimit),
         ("injection", injection),
         ("turncost", turncost),
+        ("memory", memory),
     ):
         if (selected and name not in selected) or (not selected and name in SLOW):
             continue

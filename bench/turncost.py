@@ -17,6 +17,12 @@ run: the same requests sent straight to the fake's ``/v1/chat/completions`` (sam
 client, same concurrency), and the fake's CPU per request; the ratio says how many times the provider's own
 work on the same stream one CareerWise turn costs.
 
+Stream pacing (issue #10, ``CAREERWISE_STREAM_PACE_MS``): one server per pace in ``BENCH_TURNCOST_PACES``
+(``0,50,100,150``), all against the same fake, measured round-robin (``BENCH_TURNCOST_ROUNDS`` rounds, the
+order rotated each round, each round a slice of ``TURNS`` with both reply lengths on every server), so the
+machine's load falls on every pace alike; the table prints each pace's loop CPU per turn and per chunk,
+the ``delta`` events a turn carries, and the ratios to pace 0 (every chunk read as it comes).
+
 ``BENCH_TURNCOST_PROFILE=1`` also records the measured run with py-spy (``.venv/bin/py-spy``, 250 Hz,
 the loop thread) and prints the heaviest functions (own samples and inclusive) and a per-layer share.
 ``BENCH_TURNCOST_TURNS`` (100) and ``BENCH_TURNCOST_CONCURRENCY`` (4) change the load.
@@ -25,6 +31,7 @@ the loop thread) and prints the heaviest functions (own samples and inclusive) a
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import shutil
@@ -33,7 +40,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +54,8 @@ INTER_CHUNK = 0.02
 TURNS = int(os.environ.get("BENCH_TURNCOST_TURNS", "100"))
 CONCURRENCY = int(os.environ.get("BENCH_TURNCOST_CONCURRENCY", "4"))
 PROFILE = os.environ.get("BENCH_TURNCOST_PROFILE", "") not in ("", "0")
+PACES = [int(v) for v in os.environ.get("BENCH_TURNCOST_PACES", "0,50,100,150").split(",") if v.strip()]
+ROUNDS = max(1, int(os.environ.get("BENCH_TURNCOST_ROUNDS", "4")))
 MESSAGE = "面試怎麼準備 {i}"
 FEW_SIZE = 20  # the second phase's chunk size: 5 chunks a reply instead of 43
 FEW_FROM = 1_000_000  # message numbers from here on get the short-chunk reply
@@ -112,8 +121,9 @@ class CpuReading:
 # ---------------------------------------------------------------- the client
 
 
-async def _ours(client: httpx.AsyncClient, url: str, i: int) -> str | None:
-    """One streamed turn; an error text, or None when it ended ``done`` ``ok`` with text."""
+async def _ours(client: httpx.AsyncClient, url: str, i: int, deltas: list[int]) -> str | None:
+    """One streamed turn; an error text, or None when it ended ``done`` ``ok`` with text. Its number of
+    ``delta`` events is appended to ``deltas`` (stream pacing merges text into fewer of them)."""
     event, text, status = "", 0, None
     async with client.stream("POST", url, json={"message": MESSAGE.format(i=i)}) as r:
         if r.status_code != 200:
@@ -126,12 +136,13 @@ async def _ours(client: httpx.AsyncClient, url: str, i: int) -> str | None:
                     text += 1
                 elif event == "done":
                     status = json.loads(line[6:]).get("status")
+    deltas.append(text)
     if status != "ok" or not text:
         return f"status {status}, {text} deltas"
     return None
 
 
-async def _provider(client: httpx.AsyncClient, url: str, i: int) -> str | None:
+async def _provider(client: httpx.AsyncClient, url: str, i: int, deltas: list[int]) -> str | None:
     body = {
         "model": "fake",
         "stream": True,
@@ -151,9 +162,12 @@ async def _provider(client: httpx.AsyncClient, url: str, i: int) -> str | None:
     return None if done else "no [DONE]"
 
 
-async def _run(url: str, *, ours: bool, first: int, n: int) -> tuple[float, list[str]]:
+async def _run(
+    url: str, *, ours: bool, first: int, n: int, deltas: list[int] | None = None
+) -> tuple[float, list[str]]:
     one = _ours if ours else _provider
     errors: list[str] = []
+    counts = deltas if deltas is not None else []
     todo = iter(range(first, first + n))
     async with httpx.AsyncClient(timeout=httpx.Timeout(120, connect=30)) as client:
         t0 = time.perf_counter()
@@ -161,7 +175,7 @@ async def _run(url: str, *, ours: bool, first: int, n: int) -> tuple[float, list
         async def worker() -> None:
             for i in todo:
                 try:
-                    err = await one(client, url, i)
+                    err = await one(client, url, i, counts)
                 except httpx.HTTPError as exc:
                     err = f"{type(exc).__name__}: {exc}"[:200]
                 if err:
@@ -285,25 +299,37 @@ def _chunks(size: int) -> int:
 
 @dataclass
 class Phase:
+    """One server (one pace) and one reply length, summed over the rounds."""
+
     label: str
     chunks: int
-    ok: int
-    wall_s: float
-    loop_s: float
-    loop_sys_s: float
-    other_s: float
-    errors: list[str]
+    ok: int = 0
+    turns: int = 0
+    wall_s: float = 0.0
+    loop_s: float = 0.0
+    loop_sys_s: float = 0.0
+    other_s: float = 0.0
+    deltas: int = 0
+    errors: list[str] = field(default_factory=list)
 
     def per_turn(self, seconds: float) -> float:
         return 1000 * seconds / max(1, self.ok)
 
 
-def _measure(pid: int, url: str, label: str, chunks: int, first: int) -> Phase:
+def _measure(pid: int, url: str, phase: Phase, first: int, n: int) -> None:
+    deltas: list[int] = []
     s0 = CpuReading.of(pid)
-    wall, errors = asyncio.run(_run(url, ours=True, first=first, n=TURNS))
+    wall, errors = asyncio.run(_run(url, ours=True, first=first, n=n, deltas=deltas))
     s1 = CpuReading.of(pid)
     loop_s, other_s = s1.minus(s0)
-    return Phase(label, chunks, TURNS - len(errors), wall, loop_s, s1.loop_system(s0), other_s, errors)
+    phase.turns += n
+    phase.ok += n - len(errors)
+    phase.wall_s += wall
+    phase.loop_s += loop_s
+    phase.loop_sys_s += s1.loop_system(s0)
+    phase.other_s += other_s
+    phase.deltas += sum(deltas)
+    phase.errors += errors
 
 
 def _start_py_spy(pid: int, raw: Path) -> subprocess.Popen[bytes] | None:
@@ -331,77 +357,129 @@ def _start_py_spy(pid: int, raw: Path) -> subprocess.Popen[bytes] | None:
     return spy
 
 
+@dataclass
+class PaceRun:
+    pace_ms: int
+    many: Phase
+    few: Phase
+
+    def per_chunk_ms(self) -> float:
+        """Loop CPU per streamed chunk: the difference the reply's chunk count makes."""
+        many, few = self.many, self.few
+        return (many.per_turn(many.loop_s) - few.per_turn(few.loop_s)) / (many.chunks - few.chunks)
+
+    def fixed_ms(self) -> float:
+        return self.few.per_turn(self.few.loop_s) - self.few.chunks * self.per_chunk_ms()
+
+
+def _default_pace() -> int:
+    from careerwise.config import Settings
+
+    return Settings.model_fields["stream_pace_ms"].default  # type: ignore[no-any-return]
+
+
 def run() -> list[str]:
     llm_port = free_port()
     fake_args = [sys.executable, "-m", "bench.turncost", "fake", str(llm_port)]
     logs = Path(tempfile.mkdtemp(prefix="cw-bench-turncost-"))
-    data_dir = data_dir_with_corpus()
     load0 = os.getloadavg()[0]
     out: list[str] = []
     many, few = _chunks(2), _chunks(FEW_SIZE)
+    profiled = _default_pace() if _default_pace() in PACES else PACES[0]
+    runs = [
+        PaceRun(p, Phase(f"{many} chunks a reply", many), Phase(f"{few} chunks a reply", few)) for p in PACES
+    ]
+    data_dirs: list[Path] = []
     try:
-        with process(fake_args, ready_url=f"http://127.0.0.1:{llm_port}/v1/models") as fake:
+        with (
+            process(fake_args, ready_url=f"http://127.0.0.1:{llm_port}/v1/models") as fake,
+            contextlib.ExitStack() as stack,
+        ):
             direct = f"http://127.0.0.1:{llm_port}/v1/chat/completions"
             asyncio.run(_run(direct, ours=False, first=50_000, n=CONCURRENCY))  # warm the fake
             f0 = CpuReading.of(fake.pid)
             base_wall, base_errors = asyncio.run(_run(direct, ours=False, first=0, n=TURNS))
             fake_loop, fake_other = CpuReading.of(fake.pid).minus(f0)
 
-            port = free_port()
-            with serve(
-                data_dir=data_dir, llm_port=llm_port, port=port, workers=1, log=logs / "serve.log"
-            ) as server:
-                url = f"{server.url}/api/chat"
-                _, warm_errors = asyncio.run(_run(url, ours=True, first=10_000, n=4 * CONCURRENCY))
+            servers = {}
+            for pace in PACES:  # one server per pace, started one after the other, all kept running
+                data_dirs.append(data_dir_with_corpus())
+                servers[pace] = stack.enter_context(
+                    serve(
+                        data_dir=data_dirs[-1],
+                        llm_port=llm_port,
+                        port=free_port(),
+                        workers=1,
+                        log=logs / f"serve-pace{pace}.log",
+                        env={"CAREERWISE_STREAM_PACE_MS": str(pace)},
+                    )
+                )
+            for pace, server in servers.items():
+                _, warm_errors = asyncio.run(
+                    _run(f"{server.url}/api/chat", ours=True, first=10_000, n=4 * CONCURRENCY)
+                )
                 if warm_errors:
-                    raise RuntimeError(f"warm-up failed: {warm_errors[:3]}")
-                raw = logs / "py-spy.txt"
-                spy = _start_py_spy(server.proc.pid, raw) if PROFILE else None
-                if PROFILE and spy is None:
-                    out.append("(BENCH_TURNCOST_PROFILE: py-spy not found; no profile)")
-                f1 = CpuReading.of(fake.pid)
-                phases = [_measure(server.proc.pid, url, f"{many} chunks a reply", many, 0)]
-                fake_during = sum(CpuReading.of(fake.pid).minus(f1))
-                if spy is not None:
-                    spy.send_signal(2)  # SIGINT: py-spy writes its file and exits
-                    spy.wait(timeout=60)
-                phases.append(_measure(server.proc.pid, url, f"{few} chunks a reply", few, FEW_FROM))
+                    raise RuntimeError(f"warm-up (pace {pace} ms) failed: {warm_errors[:3]}")
+            raw = logs / "py-spy.txt"
+            spy = _start_py_spy(servers[profiled].proc.pid, raw) if PROFILE else None
+            if PROFILE and spy is None:
+                out.append("(BENCH_TURNCOST_PROFILE: py-spy not found; no profile)")
+            f1 = CpuReading.of(fake.pid)
+            per_round = max(1, TURNS // ROUNDS)
+            for r in range(ROUNDS):
+                # rotated each round: no pace always runs first (or last) after the others
+                for k in range(len(runs)):
+                    pr = runs[(r + k) % len(runs)]
+                    server = servers[pr.pace_ms]
+                    url = f"{server.url}/api/chat"
+                    _measure(server.proc.pid, url, pr.many, r * per_round, per_round)
+                    _measure(server.proc.pid, url, pr.few, FEW_FROM + r * per_round, per_round)
+            fake_during = sum(CpuReading.of(fake.pid).minus(f1))
+            if spy is not None:
+                spy.send_signal(2)  # SIGINT: py-spy writes its file and exits
+                spy.wait(timeout=60)
     finally:
-        shutil.rmtree(data_dir, ignore_errors=True)
-    return out + _report(phases, (fake_loop, fake_other, fake_during, base_wall, base_errors), load0, logs)
+        for d in data_dirs:
+            shutil.rmtree(d, ignore_errors=True)
+    measured = sum(pr.many.ok + pr.few.ok for pr in runs)
+    figures = (fake_loop, fake_other, 1000 * fake_during / max(1, measured), base_wall, base_errors)
+    return out + _report(runs, figures, load0, logs, profiled)
 
 
 def _report(
-    phases: list[Phase],
+    runs: list[PaceRun],
     fake: tuple[float, float, float, float, list[str]],
     load0: float,
     logs: Path,
+    profiled: int,
 ) -> list[str]:
-    fake_loop, fake_other, fake_during, base_wall, base_errors = fake
-    main, short = phases
+    fake_loop, fake_other, fake_during_ms, base_wall, base_errors = fake
     fake_ms = 1000 * (fake_loop + fake_other) / TURNS
+    turns = runs[0].many.turns
     out = [
-        f"## CPU per streamed turn ({TURNS} turns, {CONCURRENCY} at a time; fake provider "
-        f"{FIRST_TOKEN * 1000:.0f} ms first token, {INTER_CHUNK * 1000:.0f} ms between chunks, text mode "
-        f"(path B); load average {load0:.2f} before, {os.getloadavg()[0]:.2f} after; {os.cpu_count()} cores)\n"
+        f"## CPU per streamed turn ({turns} turns a reply length and pace, {CONCURRENCY} at a time, "
+        f"{ROUNDS} interleaved rounds; fake provider {FIRST_TOKEN * 1000:.0f} ms first token, "
+        f"{INTER_CHUNK * 1000:.0f} ms between chunks, text mode (path B); load average {load0:.2f} before, "
+        f"{os.getloadavg()[0]:.2f} after; {os.cpu_count()} cores)\n"
     ]
     rows: list[list[object]] = []
-    for ph in phases:
-        total = ph.per_turn(ph.loop_s + ph.other_s)
-        rows.append(
-            [
-                f"careerwise serve, {ph.label}",
-                f"{ph.ok}/{TURNS}",
-                f"{ph.wall_s:.1f}",
-                f"{ph.per_turn(ph.loop_s):.1f} ({ph.per_turn(ph.loop_sys_s):.1f} in the kernel)",
-                ph.per_turn(ph.other_s),
-                total,
-                f"{total / fake_ms:.1f}x" if fake_ms and ph is main else "",
-            ]
-        )
+    for pr in runs:
+        for ph in (pr.many, pr.few):
+            total = ph.per_turn(ph.loop_s + ph.other_s)
+            rows.append(
+                [
+                    f"careerwise serve, pace {pr.pace_ms} ms, {ph.label}",
+                    f"{ph.ok}/{ph.turns}",
+                    f"{ph.wall_s:.1f}",
+                    f"{ph.per_turn(ph.loop_s):.1f} ({ph.per_turn(ph.loop_sys_s):.1f} in the kernel)",
+                    ph.per_turn(ph.other_s),
+                    total,
+                    f"{total / fake_ms:.1f}x" if fake_ms and ph is pr.many else "",
+                ]
+            )
     rows.append(
         [
-            f"baseline: the fake provider, {main.chunks} chunks, requests sent to it directly",
+            f"baseline: the fake provider, {runs[0].many.chunks} chunks, requests sent to it directly",
             f"{TURNS - len(base_errors)}/{TURNS}",
             f"{base_wall:.1f}",
             1000 * fake_loop / TURNS,
@@ -410,17 +488,7 @@ def _report(
             "1.0x",
         ]
     )
-    rows.append(
-        [
-            "(the fake provider while serving careerwise's calls)",
-            "",
-            "",
-            "",
-            "",
-            1000 * fake_during / max(1, main.ok),
-            "",
-        ]
-    )
+    rows.append(["(the fake provider while serving careerwise's calls)", "", "", "", "", fake_during_ms, ""])
     headers = [
         "process",
         "ok",
@@ -431,21 +499,59 @@ def _report(
         "ratio",
     ]
     out.append(table(headers, rows))
-    per_chunk = (main.per_turn(main.loop_s) - short.per_turn(short.loop_s)) / (main.chunks - short.chunks)
-    fixed = short.per_turn(short.loop_s) - short.chunks * per_chunk
+
+    zero = next((pr for pr in runs if pr.pace_ms == 0), runs[0])
+    pace_rows: list[list[object]] = []
+    for pr in runs:
+        loop_turn = pr.many.per_turn(pr.many.loop_s)
+        zero_turn = zero.many.per_turn(zero.many.loop_s)
+        pace_rows.append(
+            [
+                pr.pace_ms,
+                f"{pr.many.deltas / max(1, pr.many.turns):.1f}",
+                f"{loop_turn:.1f}",
+                f"{pr.few.per_turn(pr.few.loop_s):.1f}",
+                f"{1000 * pr.per_chunk_ms():.0f}",
+                f"{pr.fixed_ms():.1f}",
+                f"{loop_turn / zero_turn:.2f}" if zero_turn else "",
+                f"{pr.per_chunk_ms() / zero.per_chunk_ms():.2f}" if zero.per_chunk_ms() > 0 else "",
+            ]
+        )
     out.append(
-        f"\nLoop thread, split by the two reply lengths: **{1000 * per_chunk:.0f} µs per streamed chunk**, "
-        f"**{fixed:.1f} ms fixed per turn** (request, settings, routing hand-off, storage, trace)."
+        f"\n### Stream pacing (``CAREERWISE_STREAM_PACE_MS``), ratios to pace {zero.pace_ms} in this run\n"
+    )
+    out.append(
+        table(
+            [
+                "pace ms",
+                f"deltas/turn ({runs[0].many.chunks} chunks)",
+                f"loop ms/turn ({runs[0].many.chunks} chunks)",
+                f"loop ms/turn ({runs[0].few.chunks} chunks)",
+                "loop µs/chunk",
+                "loop ms fixed/turn",
+                "loop/turn vs 0",
+                "µs/chunk vs 0",
+            ],
+            pace_rows,
+        )
+    )
+    out.append(
+        "\nLoop CPU per chunk is the difference the reply's length makes (43 vs 5 provider chunks); the fixed "
+        "part is the rest (request, settings, routing hand-off, storage, trace)."
     )
     out.append(
         "\nGoal (issue #10): 100 turns/s on one core means < ~10 ms of loop CPU a turn. CPU ticks are "
-        f"1/{TICK} s: at {TURNS} turns the resolution is {1000 / TICK / TURNS:.2f} ms a turn."
+        f"1/{TICK} s: at {turns} turns the resolution is {1000 / TICK / max(1, turns):.2f} ms a turn."
     )
-    for err, n in Counter(main.errors + short.errors + base_errors).most_common(5):
+    errors = [e for pr in runs for e in pr.many.errors + pr.few.errors] + base_errors
+    for err, n in Counter(errors).most_common(5):
         out.append(f"- {n} x {err}")
     if PROFILE and (logs / "py-spy.txt").exists():
-        out += ["\n(py-spy: the first phase only)", *_profile_summary(logs / "py-spy.txt")]
-    out.append(f"\nServer log: {logs / 'serve.log'}")
+        out += [
+            f"\n(py-spy: the pace-{profiled} server, all its batches)",
+            *_profile_summary(logs / "py-spy.txt"),
+        ]
+    out.append(f"\nServer logs: {logs}")
     return out
 
 

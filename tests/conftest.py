@@ -113,6 +113,9 @@ def make_settings(tmp_path: Path, corpus_db: Path, fake_llm: FakeLLM) -> Setting
             "anonymous_chat_per_minute": 0,
             "user_chat_per_minute": 0,
             "login_per_minute": 0,
+            # paced reads merge text by timing: tests that compare or count deltas need every chunk as it
+            # comes; tests/integration/test_stream_pacing.py turns pacing on
+            "stream_pace_ms": 0,
         }
         values.update(overrides)
         return Settings(_env_file=None, **values)  # type: ignore[call-arg]

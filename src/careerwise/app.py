@@ -30,6 +30,7 @@ from careerwise.api import (
 )
 from careerwise.api.security_headers import SecurityHeaders
 from careerwise.config import Settings, get_settings
+from careerwise.memory import IdleTrimmer, RequestsInFlight, glibc, limit_arenas
 from careerwise.services import Services, build_services
 from careerwise.tracing.masking import install_log_masking
 
@@ -39,6 +40,11 @@ WEB = Path(__file__).parent / "web"
 
 def create_app(settings: Settings | None = None, *, services: Services | None = None) -> FastAPI:
     settings = settings or get_settings()
+    libc = glibc()
+    limit_arenas(settings.malloc_arena_max, libc=libc)  # before the lifespan's threads start
+    trimmer = IdleTrimmer(
+        idle_seconds=settings.memory_trim_idle_seconds, trim=libc.malloc_trim if libc else None
+    )
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -46,8 +52,11 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
             services if services is not None else await asyncio.to_thread(build_services, settings)
         )
         app.state.services = svc
+        trimmer.export_to(svc.engine.telemetry.metrics.registry)
         install_log_masking()  # the root logger's handlers, as uvicorn's workers configured them
         await svc.prepare_knowledge()
+        if trimmer.enabled:
+            trimmer.trim_now()  # what loading the index and embedding the routing examples freed
         warm = getattr(svc.provider, "warm", None)
         warm_task = asyncio.create_task(warm()) if warm else None
         if warm_task is not None:
@@ -57,12 +66,14 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
         finally:
             if warm_task is not None and not warm_task.done():
                 warm_task.cancel()
+            trimmer.cancel()
             await svc.aclose()
 
     app = FastAPI(title="CareerWise", version=__version__, lifespan=lifespan)
     errors.install(app)
     app.add_middleware(auth.CrossSiteGuard, trusted_origins=settings.trusted_origins)
     metrics.install(app)  # GET /metrics; counts every request, the guard's refusals included
+    app.add_middleware(RequestsInFlight, trimmer=trimmer)  # idle after a burst: memory back to the OS
     app.add_middleware(SecurityHeaders)  # outermost: the guard's refusals carry the headers too
     app.include_router(health.router)
     app.include_router(auth.router)

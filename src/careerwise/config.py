@@ -26,6 +26,12 @@ class Settings(BaseSettings):
     database_max_overflow: int = Field(
         default=10, ge=0, le=1000, description="PostgreSQL: extra connections a process may open at a peak."
     )
+    database_writer_threads: int = Field(
+        default=6,
+        ge=1,
+        le=32,
+        description="PostgreSQL: threads (one connection each) that run a turn's writes off the event loop.",
+    )
 
     # --- LLM provider -------------------------------------------------------------------------
     llm_base_url: str | None = Field(
@@ -95,6 +101,13 @@ class Settings(BaseSettings):
         description="After a chat stream's first text, frames ready within this many milliseconds share one "
         "socket write (0: one write per frame).",
     )
+    stream_pace_ms: int = Field(
+        default=100,
+        ge=0,
+        le=1000,
+        description="Once an answer's text is showing, the provider's stream is read at most once every this "
+        "many milliseconds and each read's text chunks are merged (0: read every chunk as it comes).",
+    )
     sse_coalesce_behind_ms: int = Field(
         default=50,
         ge=0,
@@ -117,6 +130,15 @@ class Settings(BaseSettings):
     )
     configured_top_k: int = Field(default=12, ge=1, le=50)
     rerank_candidates: int = Field(default=12, ge=1, le=200)
+    search_min_top_k: int = Field(
+        default=3, ge=1, le=20, description="Fewest passages searchKnowledge returns (issue #3)."
+    )
+    search_message_fusion: Literal["off", "lexical", "hybrid", "message"] = Field(
+        default="message", description="Also search the user's message and fuse it with the model's query."
+    )
+    search_message_weight: float = Field(
+        default=0.5, ge=0, le=10, description="The second list's share in that fusion (the first: 1.0)."
+    )
     ingest_on_start: bool = True
 
     # --- caches (per process; docs/decisions/0006-caches.md) -----------------------------------
@@ -225,6 +247,18 @@ class Settings(BaseSettings):
     )
     serve_workers: int = Field(
         default=1, ge=1, description="Set by `careerwise serve --workers N` for its workers; not for users."
+    )
+    malloc_arena_max: int = Field(
+        default=2,
+        ge=0,
+        description="glibc malloc arenas (mallopt M_ARENA_MAX) in a serving process; 0 = glibc's default "
+        "(8 per core). Fewer arenas keep less freed memory; more cut lock waits between threads.",
+    )
+    memory_trim_idle_seconds: float = Field(
+        default=2.0,
+        ge=0,
+        description="Seconds with no request in flight before freed memory is returned to the OS "
+        "(malloc_trim); 0 = never.",
     )
 
     @model_validator(mode="after")

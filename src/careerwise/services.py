@@ -37,6 +37,7 @@ from careerwise.flows.career_chain import career_chain_flow
 from careerwise.flows.parallel import parallel_flow
 from careerwise.flows.resume import resume_flow
 from careerwise.knowledge.embeddings import Embedder
+from careerwise.knowledge.fusion import MessageFusion
 from careerwise.knowledge.ingest import IngestReport, ingest_paths
 from careerwise.knowledge.service import BUNDLED_CORPUS, KnowledgeBase
 from careerwise.llm.canary import CanaryGuard
@@ -158,6 +159,7 @@ class ProviderRegistry:
             connect_timeout=s.llm_connect_timeout,
             read_timeout=s.llm_read_timeout,
             http_client=s.llm_http_client,
+            stream_pace=s.stream_pace_ms / 1000,
         )
 
     def build(self, name: str, model: str) -> LLMProvider:
@@ -358,6 +360,7 @@ def build_services(
         settings.resolved_database_url,
         pool_size=settings.database_pool_size,
         max_overflow=settings.database_max_overflow,
+        writer_threads=settings.database_writer_threads,
     )
     db.migrate()
     kb = KnowledgeBase(
@@ -379,7 +382,14 @@ def build_services(
     providers = ProviderRegistry(settings, default=provider)
     llm = providers.default
     tools = ToolRegistry()
-    tools.register(SearchKnowledgeTool(kb), intents=("career",))
+    tools.register(
+        SearchKnowledgeTool(
+            kb,
+            min_top_k=settings.search_min_top_k,
+            message_fusion=MessageFusion(settings.search_message_fusion, settings.search_message_weight),
+        ),
+        intents=("career",),
+    )
     store = SettingsStore(db, settings)
     options = FlowOptions(
         buffer_guard_chunks=settings.buffer_guard_chunks,

@@ -398,19 +398,19 @@ def test_knowledge_upload_with_progress_retrieval_test_reindex_and_delete(
 
         # the retrieval test: the tool's own resolve() and run(), with Summer's settings
         r = c.post(
-            "/api/admin/knowledge/search", json={"query": "跨時區團隊 重疊時段 黃金兩小時", "top_k": 2}
+            "/api/admin/knowledge/search", json={"query": "跨時區團隊 重疊時段 黃金兩小時", "top_k": 4}
         )
         assert r.status_code == 200, r.text
         res = r.json()
         assert res["tool_call"]["requested_arguments"] == {
             "query": "跨時區團隊 重疊時段 黃金兩小時",
-            "top_k": 2,
+            "top_k": 4,
         }
         assert (
-            res["tool_call"]["effective_arguments"]["top_k"] == 2
+            res["tool_call"]["effective_arguments"]["top_k"] == 4
             and res["tool_call"]["reason"] == "as requested"
         )
-        assert res["tool_result"]["returned"] == len(res["chunks"]) == 2
+        assert res["tool_result"]["returned"] == len(res["chunks"]) == 4
         assert res["chunks"][0]["id"] == "remote-time-zones" and res["chunks"][0]["rank"] == 1
         scores = [ch["score"] for ch in res["chunks"]]
         assert scores == sorted(scores, reverse=True)

@@ -20,6 +20,7 @@ from careerwise.errors import ConversationBusyError, NotFoundError
 from careerwise.events import DoneEvent
 from careerwise.services import Services
 from careerwise.store import Conversation, Database, Message, Trace
+from careerwise.store.db import PostgresWriter
 from careerwise.store.models import new_id
 from tests.conftest import ready
 from tests.fakes.fake_llm import FakeLLM, text
@@ -168,13 +169,18 @@ async def test_the_thread_ends_with_the_database(tmp_path: Path) -> None:
     assert WRITER not in [t.name for t in threading.enumerate()]
 
 
-async def test_postgresql_and_memory_databases_have_no_writer_thread() -> None:
-    for url in ("postgresql://u:p@127.0.0.1:1/none", "sqlite+aiosqlite:///:memory:"):
-        db = Database(url)
-        try:
-            assert db.writer is None
-        finally:
-            await db.dispose()
+async def test_a_memory_database_has_no_writer_thread_and_postgresql_has_its_own() -> None:
+    """An in-memory SQLite database is private to its connection, so its writes stay on the async
+    session; PostgreSQL gets its writer threads (tests/integration/test_pg_writer.py). No thread runs
+    before the first write, so neither needs a reachable server here."""
+    memory = Database("sqlite+aiosqlite:///:memory:")
+    pg = Database("postgresql://u:p@127.0.0.1:1/none", writer_threads=3)
+    try:
+        assert memory.writer is None
+        assert isinstance(pg.writer, PostgresWriter) and pg.writer.threads == 3 and not pg.writer.running
+    finally:
+        await memory.dispose()
+        await pg.dispose()
 
 
 async def test_without_the_writer_thread_a_job_runs_on_the_async_session(tmp_path: Path) -> None:

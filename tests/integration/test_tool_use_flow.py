@@ -138,7 +138,7 @@ async def test_parallel_calls_with_split_arguments_and_first_index_not_zero(
     fake_llm.script(
         tool_calls(
             Call(SEARCH, {"query": "薪資 行情"}, id="c_a"),
-            Call(SEARCH, {"query": "面試 準備", "top_k": 2}, id="c_b"),
+            Call(SEARCH, {"query": "面試 準備", "top_k": 4}, id="c_b"),
             split=5,
             first_index=1,
             finish_reason="stop",  # some providers say "stop" although they streamed calls
@@ -149,8 +149,8 @@ async def test_parallel_calls_with_split_arguments_and_first_index_not_zero(
     calls = [e for e in events if isinstance(e, ToolCallEvent)]
     results = [e for e in events if isinstance(e, ToolResultEvent)]
     assert [c.call_id for c in calls] == ["c_a", "c_b"]
-    assert calls[1].effective_arguments["top_k"] == 2
-    assert [r.returned for r in results] == [3, 2]
+    assert calls[1].effective_arguments["top_k"] == 4
+    assert [r.returned for r in results] == [3, 4]
     tool_msgs = [m for m in fake_llm.requests[1]["messages"] if m["role"] == "tool"]
     assert [m["tool_call_id"] for m in tool_msgs] == ["c_a", "c_b"]
 
@@ -283,7 +283,8 @@ async def test_empty_search_result_says_no_matching_knowledge(
     fake_llm: FakeLLM, make_services: Callable[..., Services]
 ) -> None:
     fake_llm.script(tool_calls(Call(SEARCH, {"query": "qwzx blorfquux"})), text("知識庫沒有這個主題。"))
-    events = await run_turn(make_services())
+    # the model's query alone: with the user's message searched too, "怎麼談薪水？" would find passages
+    events = await run_turn(make_services(search_message_fusion="off"))
     result = next(e for e in events if isinstance(e, ToolResultEvent))
     assert result.ok and result.returned == 0 and result.sources == []
     assert "No matching knowledge" in fake_llm.requests[1]["messages"][-1]["content"]

@@ -22,13 +22,23 @@ Coalescing when behind (``sse_coalesce_behind_ms``, on by default): a frame whos
 long to be written means the process is behind (hundreds of streams at once); the frames already waiting
 then share its write. Nothing is held for it, so it never delays text; it only keeps a loaded process from
 paying a system call and a pass through the ASGI stack per frame.
+
+The response (:class:`EventStreamResponse`) writes the frames straight to the server's ``send``. Starlette's
+``StreamingResponse`` does the same work but, under uvicorn (ASGI spec 2.3), through an anyio task group
+(a task, a cancel scope and its bookkeeping a request) to watch for the client leaving; here that is one
+plain asyncio task that cancels the writer when the client goes, so the engine still sees the
+cancellation and stores the turn as cancelled (docs/benchmarks.md, "The fixed work of a turn, part 2").
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import AsyncIterator
+
+from starlette.responses import Response
+from starlette.types import Message, Receive, Scope, Send
 
 from careerwise.events import DeltaEvent, Event, event_to_sse
 
@@ -142,3 +152,98 @@ def _take(pending: list[bytes]) -> bytes:
     data = b"".join(pending)
     pending.clear()
     return data
+
+
+EVENT_STREAM_HEADERS: tuple[tuple[bytes, bytes], ...] = (
+    (b"cache-control", b"no-cache"),
+    (b"x-accel-buffering", b"no"),  # nginx: pass each frame on at once
+    (b"content-type", b"text/event-stream; charset=utf-8"),
+)
+"""What ``StreamingResponse(media_type="text/event-stream", headers={Cache-Control, X-Accel-Buffering})``
+sent, byte for byte (tests/unit/test_event_stream_response.py compares the two)."""
+
+
+class EventStreamResponse(Response):
+    """An ASGI response that writes ``prefix`` and then each chunk of ``body`` as one ``http.response.body``
+    message, and stops (closing ``body``, which cancels whatever it reads from) when the client leaves.
+
+    Why not Starlette's ``StreamingResponse``: see the module docstring. The client's leaving is seen two
+    ways: a server that keeps ASGI 2.3 (uvicorn) answers ``receive()`` with ``http.disconnect``, which a
+    watcher task turns into a cancellation of this (the request's) task at its next ``await``; a server
+    that keeps 2.4 may raise ``OSError`` from ``send``. Either way the response returns normally, as
+    Starlette's did, so the middlewares see a completed 200 (the stored turn says "cancelled").
+    """
+
+    status_code = 200
+    media_type = "text/event-stream"
+
+    def __init__(self, body: AsyncIterator[bytes], *, prefix: bytes = b"") -> None:
+        # Response's own __init__ renders a body and builds headers; neither applies (StreamingResponse
+        # does not call it either). A Response subclass so FastAPI passes it through as it is.
+        self.frames = body
+        self.prefix = prefix
+        self.raw_headers = list(EVENT_STREAM_HEADERS)
+        self.background = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        writer = asyncio.current_task()
+        assert writer is not None  # an ASGI app always runs in a task
+        state = _StreamState()
+        watcher = asyncio.create_task(_watch_disconnect(receive, writer, state), name="careerwise-sse-watch")
+        try:
+            await self._write(send, state)
+        except asyncio.CancelledError:
+            # our own cancellation (the client left) ends the response quietly; any other one goes on
+            if not state.cancelled_by_watcher or writer.uncancel() > 0:
+                raise
+        except OSError:
+            log.info("chat stream: the client went away during a write (the server raised OSError)")
+        finally:
+            state.finished = True
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watcher
+            await _close(self.frames)
+        if self.background is not None:
+            await self.background()
+
+    async def _write(self, send: Send, state: _StreamState) -> None:
+        start: Message = {
+            "type": "http.response.start",
+            "status": self.status_code,
+            "headers": self.raw_headers,
+        }
+        await send(start)
+        if self.prefix:
+            await send({"type": "http.response.body", "body": self.prefix, "more_body": True})
+        async for chunk in self.frames:
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        state.finished = True  # from here on a disconnect is the normal end, not a reason to cancel
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+class _StreamState:
+    __slots__ = ("cancelled_by_watcher", "finished")
+
+    def __init__(self) -> None:
+        self.finished = False
+        self.cancelled_by_watcher = False
+
+
+async def _watch_disconnect(receive: Receive, writer: asyncio.Task[object], state: _StreamState) -> None:
+    """Wait for ``http.disconnect`` and cancel ``writer`` unless the response is already complete."""
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            break
+    if not state.finished:
+        state.cancelled_by_watcher = True
+        writer.cancel()
+
+
+async def _close(body: AsyncIterator[bytes]) -> None:
+    """Close the body generator now (its ``finally`` cancels the engine's task), not whenever the garbage
+    collector finalises it."""
+    aclose = getattr(body, "aclose", None)
+    if aclose is not None:
+        await aclose()

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
-from careerwise.api._sse import sse_with_keepalive
+from careerwise.api._sse import EventStreamResponse, sse_with_keepalive
 from careerwise.api.auth import OptionalUser, client_ip
 from careerwise.api.deps import ServicesDep
 from careerwise.engine import HistoryItem, TurnRequest
@@ -126,7 +125,7 @@ def _turn(body: ChatIn, user: User | None, ip: str) -> TurnRequest:
 )
 async def chat(
     body: ChatIn, request: Request, services: ServicesDep, user: OptionalUser
-) -> StreamingResponse | JSONResponse:
+) -> EventStreamResponse | JSONResponse:
     if user is None:
         await services.limiters.anonymous_chat.hit(client_ip(request), "messages without an account")
     else:
@@ -140,21 +139,14 @@ async def chat(
             events.append(e)
         return JSONResponse(collect(events).model_dump(mode="json"))
 
-    async def stream() -> AsyncIterator[bytes]:
-        yield event_to_sse(first)
-        settings = services.settings
-        frames = sse_with_keepalive(
-            gen,
-            settings.sse_keepalive_interval,
-            flush_interval=settings.sse_flush_interval_ms / 1000,
-            text_sent=isinstance(first, DeltaEvent) and bool(first.text),
-            coalesce_behind=settings.sse_coalesce_behind_ms / 1000,
-        )
-        async for frame in frames:
-            yield frame
-
-    return StreamingResponse(
-        stream(),
-        media_type="text/event-stream",
-        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    settings = services.settings
+    frames = sse_with_keepalive(
+        gen,
+        settings.sse_keepalive_interval,
+        flush_interval=settings.sse_flush_interval_ms / 1000,
+        text_sent=isinstance(first, DeltaEvent) and bool(first.text),
+        coalesce_behind=settings.sse_coalesce_behind_ms / 1000,
     )
+    # the first frame is written as the response's prefix: no generator wrapped around the frames just
+    # to put it in front (one resumption less per frame)
+    return EventStreamResponse(frames, prefix=event_to_sse(first))

@@ -26,10 +26,11 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from careerwise import prompts
+from careerwise.api._sse import EventStreamResponse
 from careerwise.api.chat import MAX_CHARS, FullReply, collect
 from careerwise.api.deps import ServicesDep
 from careerwise.assistants import AssistantProfile
@@ -401,8 +402,5 @@ async def chat_completions(request: Request, services: ServicesDep) -> Response:
             )
         yield b"data: [DONE]\n\n"
 
-    return StreamingResponse(
-        stream(),
-        media_type="text/event-stream",
-        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
-    )
+    # the same headers as StreamingResponse sent, without its anyio task group a request (api/_sse.py)
+    return EventStreamResponse(stream())

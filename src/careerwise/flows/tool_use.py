@@ -13,7 +13,7 @@ import json
 import logging
 import time
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from careerwise import prompts
@@ -22,7 +22,14 @@ from careerwise.events import DegradedEvent, DeltaEvent, Event, ToolCallEvent, T
 from careerwise.flows.base import FlowContext
 from careerwise.llm.accumulator import ToolCallAccumulator
 from careerwise.llm.guard import BufferGuard
-from careerwise.llm.types import ChatMessage, CompletionRequest, ToolCallRequest, ToolSpec
+from careerwise.llm.types import (
+    ChatMessage,
+    CompletionRequest,
+    StreamPacing,
+    ToolCallDelta,
+    ToolCallRequest,
+    ToolSpec,
+)
 from careerwise.tools.registry import Resolution, Tool, ToolOutput
 
 log = logging.getLogger(__name__)
@@ -39,19 +46,25 @@ class _Round:
 async def _stream_round(
     ctx: FlowContext, request: CompletionRequest, *, phase: int, guard_size: int, out: _Round
 ) -> AsyncIterator[Event]:
-    """One LLM round with the buffer guard and at most ``llm_retries`` retries before visible text."""
+    """One LLM round with the buffer guard and at most ``llm_retries`` retries before visible text.
+
+    Every caller streams this round's text to the user, so the round owns its stream pacing: the
+    provider reads every chunk until the guard has shown text, then in paced batches (issue #10)."""
     attempt = 0
     while True:
         attempt += 1
         guard = BufferGuard(guard_size)
         acc = ToolCallAccumulator()
+        pacing = StreamPacing()
+        paced = replace(request, pacing=pacing)
+        warmed = False  # a named tool call was seen and its tool told to warm up (or had nothing to warm)
         shown_before = ctx.state.shown_text
         round_shown = False
         out.text.clear()
         t0 = time.perf_counter()
         ctx.state.llm_calls += 1
         try:
-            async for chunk in ctx.provider.stream(request):
+            async for chunk in ctx.provider.stream(paced):
                 if chunk.usage is not None:
                     ctx.state.add_usage(chunk.usage)
                 if chunk.finish_reason:
@@ -64,6 +77,8 @@ async def _stream_round(
                             guard.drop()
                     for delta in chunk.tool_deltas:
                         acc.add(delta)
+                    if phase == 1 and not warmed:
+                        warmed = _warm(ctx, chunk.tool_deltas)
                 if chunk.text:
                     if acc:
                         ctx.state.dropped_text.append(chunk.text)  # text after a call began: not shown
@@ -73,6 +88,7 @@ async def _stream_round(
                         round_shown = True
                         ctx.state.mark_text()
                         yield DeltaEvent(text=piece, phase=phase)
+                        pacing.activate()  # after the first text is on its way: it is never held
             if not acc and guard.holding:
                 for piece in guard.release():
                     out.text.append(piece)
@@ -102,6 +118,36 @@ async def _stream_round(
             raise
 
 
+# warm-ups in flight; a task needs a strong reference until it ends
+_WARMING: set[asyncio.Task[None]] = set()
+
+
+def _warm(ctx: FlowContext, deltas: Sequence[ToolCallDelta]) -> bool:
+    """When the first tool-call delta names an offered tool, let the tool start the work that does not
+    depend on the arguments still streaming (searchKnowledge embeds the user's message: decision 0010);
+    returns whether that moment has come. A first turn only: a follow-up's message is not searched
+    (``_searchable_message``). A warm-up that fails is logged; the tool's own run then does the same work
+    and reports its failure as every tool failure is reported."""
+    name = next((d.name for d in deltas if d.name), None)
+    if name is None:
+        return False
+    tool = next((t for t in ctx.tools.for_intent(ctx.intent) if t.spec.name == name), None)
+    warm = getattr(tool, "warm", None)
+    if warm is None or ctx.history:
+        return True
+    task: asyncio.Task[None] = asyncio.create_task(warm(ctx.message), name=f"careerwise-warm-{name}")
+    _WARMING.add(task)
+    task.add_done_callback(_warm_done)
+    return True
+
+
+def _warm_done(task: asyncio.Task[None]) -> None:
+    _WARMING.discard(task)
+    error = None if task.cancelled() else task.exception()
+    if error is not None:
+        log.warning("tool_use: %s failed (the tool's run will try again): %r", task.get_name(), error)
+
+
 def _parse_arguments(raw: str) -> dict[str, Any]:
     try:
         value = json.loads(raw or "{}")
@@ -122,8 +168,16 @@ class _Prepared:
 
 
 def _prepare(
-    ctx: FlowContext, call: ToolCallRequest, offered: dict[str, Tool], index: int, after_text: bool
+    ctx: FlowContext,
+    call: ToolCallRequest,
+    offered: dict[str, Tool],
+    index: int,
+    after_text: bool,
+    *,
+    message: str = "",
 ) -> _Prepared:
+    """``message``: the user's message, for a tool that searches it beside its arguments (``""``: none;
+    see ``_searchable_message``)."""
     tool = offered.get(call.name)
     error: str | None = None
     resolution: Resolution | None = None
@@ -136,7 +190,7 @@ def _prepare(
     else:
         try:
             requested = _parse_arguments(call.arguments)
-            resolution = tool.resolve(requested, ctx.settings)
+            resolution = replace(tool.resolve(requested, ctx.settings), message=message)
         except ToolArgumentsError as exc:
             error = str(exc)
             raw = call.arguments
@@ -150,6 +204,17 @@ def _prepare(
         after_text=after_text,
     )
     return _Prepared(call, event, tool, resolution, error)
+
+
+def _searchable_message(ctx: FlowContext, calls: Sequence[ToolCallRequest], tool_round: int) -> str:
+    """The user's message when it may stand beside the model's query (issue #3, decision 0010), else "".
+
+    Only where it was measured: the first tool round of a first turn (no history: a follow-up such as
+    "and in English?" means nothing searched alone) with a single call (several calls split the question
+    into facets, and the one message would pull every facet's search to the same passages)."""
+    if tool_round != 1 or len(calls) != 1 or ctx.history:
+        return ""
+    return ctx.message
 
 
 def _refused(call: ToolCallRequest, why: str, *, after_text: bool) -> ToolCallEvent:
@@ -242,7 +307,10 @@ async def tool_use_flow(ctx: FlowContext) -> AsyncIterator[Event]:
         ctx.state.timings.setdefault("phase2_started_ms", ctx.state.elapsed_ms())
         if rnd.after_text:
             yield DeltaEvent(text=prompts.line("tool_after_text", ctx.zh), phase=1, notice=True)
-        prepared = [_prepare(ctx, c, offered, i, rnd.after_text) for i, c in enumerate(rnd.calls)]
+        message = _searchable_message(ctx, rnd.calls, tool_rounds)
+        prepared = [
+            _prepare(ctx, c, offered, i, rnd.after_text, message=message) for i, c in enumerate(rnd.calls)
+        ]
         for p in prepared:
             yield p.event  # effective arguments are final before the user sees anything
         t2 = time.perf_counter()

@@ -8,6 +8,7 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from typing import Protocol
 
 import numpy as np
@@ -149,13 +150,19 @@ class USEEmbedder:
 
 
 class CachedEmbedder:
-    """An LRU cache for query embeddings in front of any embedder (passages are embedded once at ingest)."""
+    """An LRU cache for query embeddings in front of any embedder (passages are embedded once at ingest).
+
+    A text already being embedded by another thread is waited for, not embedded twice: the search tool
+    starts embedding the user's message while the model is still writing its tool call
+    (:meth:`careerwise.tools.search_knowledge.SearchKnowledgeTool.warm`), and the search that follows
+    asks for the same text, often before the first embedding has finished."""
 
     def __init__(self, inner: Embedder, *, size: int = 2048) -> None:
         self.inner = inner
         self.name = inner.name
         self.dim = inner.dim
         self._cache: OrderedDict[str, Matrix] = OrderedDict()
+        self._inflight: dict[str, Future[Matrix]] = {}
         self._size = size
         self._lock = threading.Lock()
         self.hits = 0
@@ -168,27 +175,50 @@ class CachedEmbedder:
 
     def embed_queries(self, texts: Sequence[str]) -> Matrix:
         rows: list[Matrix | None] = []
-        missing: list[str] = []
+        missing: list[str] = []  # embedded here
+        waiting: dict[str, Future[Matrix]] = {}  # being embedded by another thread
         with self._lock:
             for t in texts:
                 row = self._cache.get(t)
                 if row is not None:
                     self._cache.move_to_end(t)
                     self.hits += 1
-                else:
+                elif t in self._inflight:
+                    self.hits += 1  # computed once, for both callers
+                    waiting[t] = self._inflight[t]
+                elif t not in missing:
                     self.misses += 1
                     missing.append(t)
+                    self._inflight[t] = Future()
                 rows.append(row)
+        found: dict[str, Matrix] = {}
         if missing:
-            fresh = self.inner.embed_queries(missing)
-            by_text = dict(zip(missing, fresh, strict=True))
-            with self._lock:
-                for t, v in by_text.items():
-                    self._cache[t] = v
-                    if len(self._cache) > self._size:
-                        self._cache.popitem(last=False)
-            rows = [r if r is not None else by_text[t] for r, t in zip(rows, texts, strict=True)]
+            found.update(self._embed_missing(missing))
+        for t, pending in waiting.items():
+            found[t] = pending.result()  # the other thread's error is this caller's too
+        rows = [r if r is not None else found[t] for r, t in zip(rows, texts, strict=True)]
         return np.vstack([r for r in rows if r is not None]).astype(np.float32)
+
+    def _embed_missing(self, missing: list[str]) -> dict[str, Matrix]:
+        """Embed ``missing`` (registered in flight by the caller), cache them and wake whoever waits."""
+        try:
+            fresh = self.inner.embed_queries(missing)
+        except BaseException as exc:
+            with self._lock:
+                pending = [self._inflight.pop(t) for t in missing]
+            for f in pending:
+                f.set_exception(exc)  # any caller waiting for these texts raises it too
+            raise
+        by_text = dict(zip(missing, fresh, strict=True))
+        with self._lock:
+            for t, v in by_text.items():
+                self._cache[t] = v
+                if len(self._cache) > self._size:
+                    self._cache.popitem(last=False)
+            done = [(self._inflight.pop(t), by_text[t]) for t in missing]
+        for f, v in done:
+            f.set_result(v)
+        return by_text
 
     def embed_passages(self, texts: Sequence[str]) -> Matrix:
         return self.inner.embed_passages(texts)

@@ -2,7 +2,9 @@
 
 Question files are JSON lines ``{"question", "lang", "relevant": [document ids]}``. A question with an
 empty ``relevant`` list is a *negative*: nothing in the knowledge base should match it. Questions are
-split deterministically into ``dev`` (for tuning) and ``test`` (for reporting) by a hash of their text.
+split deterministically into ``dev`` (for tuning) and ``test`` (for reporting) by a hash of their text;
+a recorded model query (``recorded/queries_model.jsonl``) names its user question in ``asked`` and is
+split by that question's text.
 
 A question is a hit at k when any of its relevant documents is among the first k *distinct* documents
 of the ranking; its reciprocal rank is 1 / (position of the first relevant document), 0 if none.
@@ -43,6 +45,7 @@ class EvalQuestion:
     lang: str
     relevant: tuple[str, ...]
     source: str = ""
+    asked: str = ""  # a recorded tool query: the user question the model wrote it for
 
     @property
     def negative(self) -> bool:
@@ -50,7 +53,8 @@ class EvalQuestion:
 
     @property
     def split(self) -> str:
-        return split_of(self.question)
+        # a recorded query follows its user question, so dev and test hold the same questions in both forms
+        return split_of(self.asked or self.question)
 
 
 def split_of(question: str) -> str:
@@ -76,7 +80,13 @@ def load_questions(paths: Iterable[Path]) -> list[EvalQuestion]:
             try:
                 row = json.loads(line)
                 out.append(
-                    EvalQuestion(str(row["question"]), str(row["lang"]), tuple(row["relevant"]), f.name)
+                    EvalQuestion(
+                        str(row["question"]),
+                        str(row["lang"]),
+                        tuple(row["relevant"]),
+                        f.name,
+                        str(row.get("asked", "")),
+                    )
                 )
             except (ValueError, KeyError, TypeError) as exc:
                 raise ValueError(f"{f}:{n}: not a question line ({exc})") from exc
@@ -205,6 +215,38 @@ def rank_all(
     return out
 
 
+@dataclass(frozen=True)
+class Delivered:
+    """How often the passages the tool hands the model (its first ``top_k`` hits) hold a relevant
+    article, and how many articles that was on average."""
+
+    n: int
+    hit_rate: float
+    mean_top_k: float
+
+
+def delivered(
+    index: KnowledgeIndex,
+    questions: Sequence[EvalQuestion],
+    qvecs: npt.NDArray[np.float32],
+    top_ks: Sequence[int],
+    *,
+    fusion: FusionConfig,
+    candidates: int = 12,
+) -> Delivered:
+    """Recall as the searchKnowledge tool delivers it: the shipped search (gate on, no reranker, the
+    tool's pool of ``max(candidates, top_k)``) cut to each question's ``top_k`` chunks, as the tool cuts
+    it. Unlike recall@5 over distinct documents this counts what the model really reads, so a model
+    that asks for one passage is held to one."""
+    hits = 0
+    rows = [(q, v, k) for q, v, k in zip(questions, qvecs, top_ks, strict=True) if not q.negative]
+    for q, qvec, k in rows:
+        found = index.search(q.question, qvec, top_k=k, candidates=max(candidates, k), fusion=fusion)
+        hits += any(h.chunk.document_id in q.relevant for h in found.hits[:k])
+    n = len(rows)
+    return Delivered(n, hits / n if n else 0.0, sum(k for *_, k in rows) / n if n else 0.0)
+
+
 # --- the whole run: a temporary database with the bundled corpus --------------------------------
 
 
@@ -232,6 +274,10 @@ class ModelReport:
                         m: asdict(self.rankings.metrics(m, s, source=_tool_queries))
                         for m in ("hybrid", "hybrid+rerank")
                     },
+                    "model_queries": {
+                        m: asdict(self.rankings.metrics(m, s, source=_model_queries))
+                        for m in ("hybrid", "hybrid+rerank")
+                    },
                     "gate": self.rankings.gate(s),
                 }
                 for s in splits
@@ -240,14 +286,26 @@ class ModelReport:
 
 
 TOOL_QUERY_FILE = "queries_tool.jsonl"
+# The embedded model's own searchKnowledge queries for the user questions (bench/record_tool_queries.py).
+# In a subfolder on purpose: a folder load (the default) does not pick them up, since they repeat one
+# another and are not user questions; pass the file with --questions to evaluate them.
+MODEL_QUERY_FILE = "queries_model.jsonl"
+
+
+def model_query_path() -> Path:
+    return default_eval_dir() / "recorded" / MODEL_QUERY_FILE
 
 
 def _user_questions(source: str) -> bool:
-    return source != TOOL_QUERY_FILE
+    return source not in (TOOL_QUERY_FILE, MODEL_QUERY_FILE)
 
 
 def _tool_queries(source: str) -> bool:
     return source == TOOL_QUERY_FILE
+
+
+def _model_queries(source: str) -> bool:
+    return source == MODEL_QUERY_FILE
 
 
 async def build_corpus_index(
@@ -316,6 +374,12 @@ def format_table(reports: Sequence[ModelReport], splits: Sequence[str]) -> str:
                 f"  {rep.model:<8} tool-style queries (hybrid): n={tool.n} R@1={tool.recall_at_1:.3f} "
                 f"R@5={tool.recall_at_5:.3f} MRR={tool.mrr:.3f}"
             )
+            model = rep.rankings.metrics("hybrid", split, source=_model_queries)
+            if model.n:
+                lines.append(
+                    f"  {rep.model:<8} model-written queries (hybrid): n={model.n} R@1={model.recall_at_1:.3f} "
+                    f"R@5={model.recall_at_5:.3f} MRR={model.mrr:.3f}"
+                )
             lines.append(
                 f"  {rep.model:<8} gate: false matches {len(gate['negatives_matched'])}/{gate['negatives']} "
                 f"(rate {gate['false_match_rate']:.3f}), unmatched positives "

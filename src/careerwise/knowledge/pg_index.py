@@ -273,6 +273,10 @@ class PgVectorIndex:
         """Every chunk's BM25 score (in process, as ``KnowledgeIndex.lexical_scores``)."""
         return self.bm25.scores(query)
 
+    def domain_mask_for(self, domains: Sequence[str] | None) -> npt.NDArray[np.bool_]:
+        """The chunks within ``domains`` (all for None or empty): for searches built outside ``search``."""
+        return domain_mask(self._domain_masks, len(self.chunks), domains)
+
     def search(
         self,
         query: str,

@@ -36,6 +36,7 @@ from careerwise.knowledge.embeddings import (
     make_embedder,
     query_means,
 )
+from careerwise.knowledge.fusion import lexical_search
 from careerwise.knowledge.index import (
     FusionConfig,
     IndexedChunk,
@@ -305,6 +306,32 @@ class KnowledgeBase:
                 if cache is not None:
                     cache.put(keys[i], result)
         return [r for r in results if r is not None]
+
+    async def warm_query(self, query: str) -> bool:
+        """Embed ``query`` into the query-embedding cache ahead of a search that will probably ask for it
+        (the user's message, while the model is still writing its tool call; decision 0010); True when
+        an embedding ran. A search that arrives meanwhile waits for this embedding instead of repeating
+        it (``CachedEmbedder``). No index, or a failed one: nothing to warm (the search reports it)."""
+        if self._index is None or self._error is not None:
+            return False
+        text, embedder = normalize_query(query), self.embedder
+        if not text or embedder.has_all([text]):
+            return False
+        await asyncio.to_thread(embedder.embed_queries, [text])
+        return True
+
+    async def lexical_search(
+        self, query: str, *, pool: int, domains: Sequence[str] | None = None
+    ) -> SearchResult:
+        """BM25 alone (``fusion.lexical_search``), no embedding: the cheap second search of the user's
+        message beside the model's query (issue #3). Not cached: it costs about what a cache lookup
+        saves on the bundled corpus (docs/retrieval.md)."""
+        await self.refresh_if_stale()
+        index = self._index
+        if index is None or self._error is not None:
+            raise KnowledgeUnavailableError(self._error or "the knowledge index is not loaded")
+        text, fusion = normalize_query(query), self.fusion
+        return await asyncio.to_thread(lexical_search, index, text, pool=pool, fusion=fusion, domains=domains)
 
     async def _search_index(
         self,

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import ssl
-from collections.abc import AsyncIterator
-from typing import Any, Literal
+from collections.abc import AsyncIterator, Sequence
+from typing import Any, Literal, Protocol, cast
 
 import aiohttp
 import anyio
@@ -15,7 +16,7 @@ import httpx2
 import openai
 
 from careerwise.errors import LLMError, LLMTimeoutError, LLMToolsUnsupportedError, LLMUnavailableError
-from careerwise.llm.types import CompletionRequest, StreamChunk, ToolCallDelta, Usage
+from careerwise.llm.types import CompletionRequest, StreamChunk, StreamPacing, ToolCallDelta, Usage
 
 log = logging.getLogger(__name__)
 
@@ -33,10 +34,16 @@ class OpenAIProvider:
         read_timeout: float,
         stream_usage: bool = True,
         http_client: Literal["aiohttp", "httpx"] = "aiohttp",
+        stream_pace: float = 0.0,
     ) -> None:
         self.name = "openai-compatible"
         self.model = model
         self._stream_usage = stream_usage
+        # Paced reads need a read that returns everything buffered: aiohttp's does (up to 16 KiB); the
+        # httpx2 path returns one HTTP chunk a read, so a pace there would fall behind the provider.
+        self._pace = stream_pace if http_client == "aiohttp" else 0.0
+        if stream_pace and not self._pace:
+            log.info("%s: stream pacing needs the aiohttp client; reading every chunk", self.name)
         timeout = openai.Timeout(read_timeout, connect=connect_timeout)
         # The SDK's aiohttp transport (its ``DefaultAioHttpClient``) unless ``http_client="httpx"``: the
         # default httpx2 path reads every streamed chunk through anyio and pure-Python h11, about a third
@@ -67,42 +74,49 @@ class OpenAIProvider:
         """The request goes through the official SDK (its auth, headers, status errors, timeouts); the
         streamed body is read as raw bytes and parsed here, one ``json.loads`` a chunk. The SDK's own
         stream builds a pydantic model for every chunk, the largest share of a streamed turn's CPU in
-        the issue #10 profile (docs/benchmarks.md)."""
+        the issue #10 profile (docs/benchmarks.md).
+
+        Once the consumer says the answer's text is showing (``request.pacing``), the body is read at
+        most once every ``stream_pace`` seconds and each read's consecutive text chunks are merged, so
+        a 20 ms cadence costs one pass of the layers above per pace instead of per chunk
+        (docs/decisions/0008-stream-pacing.md). Before that, every chunk is read as it comes."""
         body = self._body(request)
         extra: dict[str, Any] = {}
         if self._stream_usage:
             extra["stream_options"] = {"include_usage": True}
         # A server that ignores max_tokens must not fill our memory or the user's screen: past this many
         # characters the answer ends as if the model had hit its token limit (finish_reason "length").
-        cap = max(16_000, request.max_tokens * 16)
-        produced = 0
-        finished = False
+        reader = _BodyReader(self.name, cap=max(16_000, request.max_tokens * 16))
+        pacing = request.pacing if self._pace else None
         try:
+            # The body is plain JSON already: as ``extra_body`` the SDK sends it as it is instead of walking
+            # it through its typed-parameter transform (about 0.7 ms of loop CPU a call, the same JSON;
+            # docs/benchmarks.md, "The fixed work of a turn, part 2"). ``messages=[]`` is overwritten.
             async with self._client.chat.completions.with_streaming_response.create(
-                stream=True, **body, **extra
+                stream=True, model=body.pop("model"), messages=[], extra_body={**body, **extra}
             ) as response:
-                decoder = SSEDecoder()
-                done = False
+                loop = asyncio.get_running_loop()
                 async for data in response.http_response.aiter_bytes():
-                    for event, payload in decoder.feed(data):
-                        if payload.startswith(b"[DONE]"):
-                            done = True  # the rest of the body, if any, is not read (as the SDK does)
+                    read_at = loop.time()
+                    chunks, error = reader.parse(data)
+                    for k, chunk in enumerate(chunks):
+                        if pacing is not None and pacing.active:  # may turn on while we yield
+                            for merged in merge_text(chunks[k:]):
+                                yield merged
                             break
-                        converted = parse_chunk(event, payload, self.name)
-                        if converted is None:
-                            continue
-                        produced += len(converted.text or "") + sum(
-                            len(d.arguments or "") for d in converted.tool_deltas
-                        )
-                        if produced > cap:
-                            log.warning("%s: the answer passed %d characters; cut off", self.name, cap)
-                            yield StreamChunk(finish_reason="length")
-                            return
-                        finished = finished or converted.finish_reason is not None
-                        yield converted
-                    if done:
-                        break
-            if not finished:
+                        yield chunk
+                    if error is not None:
+                        raise error  # after the chunks that came before it: nothing shown is lost
+                    if reader.ended:
+                        break  # [DONE] or the size cap: the rest of the body, if any, is not read
+                    if (
+                        pacing is not None
+                        and pacing.active
+                        and not reader.finished
+                        and len(data) < _FULL_READ
+                    ):
+                        await _pause(pacing, read_at + self._pace - loop.time(), response.http_response)
+            if not reader.finished:
                 # every OpenAI-compatible server ends a complete answer with a finish_reason; a stream that
                 # stops without one was cut off, and showing it as a complete answer would hide that
                 raise LLMUnavailableError(f"{self.name}: the stream ended without a finish reason (cut off)")
@@ -127,6 +141,111 @@ class OpenAIProvider:
         ) as exc:
             # a reset mid-stream surfaces as a raw HTTP error
             raise LLMUnavailableError(f"{self.name}: stream broke: {exc!r}") from exc
+
+
+# The SDK's aiohttp transport reads at most this much at a time; a read this long left more behind.
+_FULL_READ = 16 * 1024
+
+
+class _FlowControl(Protocol):
+    def pause_reading(self) -> None: ...
+    def resume_reading(self) -> None: ...
+
+
+def _flow_control(http_response: object) -> _FlowControl | None:
+    """The aiohttp connection under the SDK's response, whose reading from the socket can be paused, or
+    None (another transport, or a layout this code does not know: the wait is then a plain sleep).
+
+    Paused, the kernel keeps what the provider sends and the loop is not woken for each chunk; resumed,
+    one socket read takes it all. Do not 'simplify' to a sleep only: the per-chunk wake-ups it saves are
+    a large part of what pacing is for (docs/decisions/0008-stream-pacing.md)."""
+    stream = getattr(http_response, "stream", None)
+    stream = getattr(stream, "_stream", stream)  # httpx2's BoundAsyncStream around the transport's stream
+    raw = getattr(stream, "_aiohttp_response", None)  # the SDK's vendored httpx_aiohttp transport
+    protocol = getattr(getattr(raw, "connection", None), "protocol", None)
+    if callable(getattr(protocol, "pause_reading", None)) and callable(
+        getattr(protocol, "resume_reading", None)
+    ):
+        return cast(_FlowControl, protocol)
+    return None
+
+
+async def _pause(pacing: StreamPacing, seconds: float, http_response: object) -> None:
+    """The paced wait before the next read. A plain sleep, so a client that goes away cancels it at
+    once and the ``async with`` above closes the upstream response."""
+    if seconds <= 0:
+        return
+    pacing.waits += 1
+    socket_reads = _flow_control(http_response)  # None once aiohttp has the whole body and let go
+    if socket_reads is None:
+        await asyncio.sleep(seconds)
+        return
+    socket_reads.pause_reading()  # aiohttp's own flow control; it also stops the read timeout meanwhile
+    try:
+        await asyncio.sleep(seconds)
+    finally:
+        socket_reads.resume_reading()
+
+
+def _text_only(chunk: StreamChunk) -> bool:
+    return bool(chunk.text) and not chunk.tool_deltas and chunk.finish_reason is None and chunk.usage is None
+
+
+def merge_text(chunks: Sequence[StreamChunk]) -> list[StreamChunk]:
+    """Each run of consecutive text-only chunks as one chunk with their text joined; every other chunk
+    (tool-call deltas, a finish reason, usage) as it is, in its place. Nothing is dropped or reordered."""
+    out: list[StreamChunk] = []
+    run: list[str] = []
+    for chunk in chunks:
+        if _text_only(chunk):
+            run.append(chunk.text or "")
+            continue
+        if run:
+            out.append(StreamChunk(text="".join(run)))
+            run = []
+        out.append(chunk)
+    if run:
+        out.append(StreamChunk(text="".join(run)))
+    return out
+
+
+class _BodyReader:
+    """The streamed body, one network read at a time: its SSE events as chunks, ``[DONE]`` and the size
+    cap applied. A read is parsed whole so a paced read's chunks can be merged."""
+
+    def __init__(self, provider: str, *, cap: int) -> None:
+        self._provider = provider
+        self._cap = cap
+        self._decoder = SSEDecoder()
+        self._produced = 0
+        self.finished = False  # a finish_reason was seen
+        self.ended = False  # [DONE] or the cap: read no further
+
+    def parse(self, data: bytes) -> tuple[list[StreamChunk], Exception | None]:
+        """The read's chunks, and the error (bad JSON, an error event) that stopped it, if any: the
+        caller passes the chunks before it on, then raises it."""
+        out: list[StreamChunk] = []
+        for event, payload in self._decoder.feed(data):
+            if payload.startswith(b"[DONE]"):
+                self.ended = True
+                break
+            try:
+                converted = parse_chunk(event, payload, self._provider)
+            except (json.JSONDecodeError, LLMError) as exc:
+                return out, exc
+            if converted is None:
+                continue
+            self._produced += len(converted.text or "") + sum(
+                len(d.arguments or "") for d in converted.tool_deltas
+            )
+            if self._produced > self._cap:
+                log.warning("%s: the answer passed %d characters; cut off", self._provider, self._cap)
+                out.append(StreamChunk(finish_reason="length"))
+                self.finished = self.ended = True
+                break
+            self.finished = self.finished or converted.finish_reason is not None
+            out.append(converted)
+        return out, None
 
 
 def _aiohttp_connection_error(exc: BaseException) -> aiohttp.ClientConnectionError | None:

@@ -74,6 +74,23 @@ class StreamChunk:
     usage: Usage | None = None
 
 
+@dataclass(eq=False)
+class StreamPacing:
+    """The consumer's word to the provider that this answer's text is on the user's screen (issue #10).
+
+    Until then the provider reads every chunk as it comes, so the first visible text is never held.
+    Once :meth:`activate` is called the provider may read the network in batches (one read every
+    ``CAREERWISE_STREAM_PACE_MS``) and merge consecutive text chunks: fewer wake-ups and engine passes
+    per answer. Mutable on purpose: the request is frozen and already in the provider's hands when the
+    flow learns that text is showing; the flow keeps this object and flips it."""
+
+    active: bool = False
+    waits: int = 0  # paced waits the provider made for this request (tests and traces count them)
+
+    def activate(self) -> None:
+        self.active = True
+
+
 @dataclass(frozen=True)
 class CompletionRequest:
     messages: Sequence[ChatMessage]
@@ -82,6 +99,8 @@ class CompletionRequest:
     temperature: float = 0.7
     tool_choice: Literal["auto", "none"] = "auto"
     metadata: dict[str, str] = field(default_factory=dict)
+    # None: the text is not streamed to a user (routing, agents, merges), so nothing is ever paced
+    pacing: StreamPacing | None = field(default=None, compare=False, repr=False)
 
 
 class LLMProvider(Protocol):

@@ -175,7 +175,7 @@ WriteJob = Callable[[Connection], T]
 
 @dataclass(eq=False)
 class _Job:
-    """A write transaction waiting for the writer thread, and where its outcome goes."""
+    """A write transaction waiting for a writer thread, and where its outcome goes."""
 
     run: Callable[[Connection], Any]
     name: str
@@ -189,75 +189,85 @@ class _Job:
 _STOP = object()
 
 
-class SQLiteWriter:
-    """One thread that owns a synchronous connection and runs this process's hot-path write
-    transactions (a turn's opening and closing), one job each, one after another.
+class ThreadWriter:
+    """Threads that own synchronous connections and run this process's hot-path write transactions (a
+    turn's opening and closing), one job each, in a transaction of its own.
 
-    The asyncio write lock (:class:`SerialWriteSession`) is held across every statement's hop to
-    aiosqlite's thread and back through the event loop; with 200 streams on the loop each hop waits a
-    loop pass, so a 1.5 ms transaction held the lock for tens of ms and the turns queued behind it
-    (docs/benchmarks.md, "SQLite's writes on one thread"). Here a transaction costs one hand-off to the
-    thread and one back, and SQLite's write lock is held only while the SQL runs. Each job runs in
-    ``BEGIN IMMEDIATE`` (it takes SQLite's write lock first, and waits up to busy_timeout for another
-    process or this process's async writers, which meet it there). A job's exception rolls its
-    transaction back, is logged, counted in :attr:`failures` and raised to the awaiting caller; the
-    next job runs as usual."""
+    On the async session every statement of a transaction is a hop through the event loop, and with 200
+    streams on the loop each hop waits a loop pass, while the transaction holds SQLite's process lock
+    (:class:`SerialWriteSession`) or a pooled PostgreSQL connection all along: a 1.5 ms transaction took
+    tens of ms and the turns queued behind it (docs/benchmarks.md, "SQLite's writes on one thread" and
+    "PostgreSQL's writes on writer threads"). Here a transaction costs one hand-off to a thread and one
+    back. The threads share one queue; each job checks out a connection from the writer's own engine,
+    whose pool holds one connection per thread, so a thread never waits for one. A job's exception rolls
+    its transaction back, is logged, counted in :attr:`failures` and raised to the awaiting caller; the
+    next job runs as usual. Subclasses say how the engine is made (:meth:`_make_engine`)."""
 
-    def __init__(self, url: str) -> None:
+    thread_name = "careerwise-writer"
+
+    def __init__(self, url: str, *, threads: int = 1) -> None:
+        if threads < 1:
+            raise ValueError("a writer needs at least one thread")
         self._url = url
+        self.threads = threads
         self._queue: queue.SimpleQueue[_Job | object] = queue.SimpleQueue()
-        self._thread: threading.Thread | None = None
+        self._workers: list[threading.Thread] = []
         self._engine: Engine | None = None
         self._guard = threading.Lock()
+        self._counts = threading.Lock()  # ``done`` and ``failures`` are updated from several threads
         self.done = 0  # jobs committed
         self.failures: Counter[str] = Counter()  # failed jobs by job name
 
     def _make_engine(self) -> Engine:
-        engine = create_engine(self._url, pool_size=1, max_overflow=0)
-        event.listen(engine, "connect", _sqlite_pragmas)
+        raise NotImplementedError
 
-        @event.listens_for(engine, "connect")
-        def _manual_transactions(dbapi_connection: Any, _record: Any) -> None:
-            dbapi_connection.isolation_level = None  # the driver opens nothing itself: BEGIN is ours
-
-        @event.listens_for(engine, "begin")
-        def _begin_immediate(connection: Connection) -> None:
-            connection.exec_driver_sql("BEGIN IMMEDIATE")
-
-        return engine
+    def _engine_locked(self) -> Engine:
+        if self._engine is None:
+            self._engine = self._make_engine()
+        return self._engine
 
     @property
     def engine(self) -> Engine:
-        """The writer's synchronous engine (one connection), made on first use."""
+        """The writer's synchronous engine (one connection per thread), made on first use."""
         with self._guard:
-            if self._engine is None:
-                self._engine = self._make_engine()
-            return self._engine
+            return self._engine_locked()
+
+    def _name(self, index: int) -> str:
+        return self.thread_name if self.threads == 1 else f"{self.thread_name}-{index}"
 
     def _submit(self, item: _Job) -> None:
-        """Queue ``item``, starting the thread if none runs. Under the guard, so no job can land in the
-        queue of a thread that :meth:`stop` has already told to end."""
-        engine = self.engine
+        """Queue ``item``, starting the threads that do not run. Under the guard, so no job can land in
+        the queue of threads that :meth:`stop` has already told to end."""
         with self._guard:
-            if self._thread is None or not self._thread.is_alive():
-                self._queue = queue.SimpleQueue()  # each thread its own: a stopped one drains only its own
-                self._thread = threading.Thread(
-                    target=self._serve,
-                    args=(engine, self._queue),
-                    name="careerwise-sqlite-writer",
-                    daemon=True,
-                )
-                self._thread.start()
+            engine = self._engine_locked()
+            alive = [t for t in self._workers if t.is_alive()]
+            if not alive:  # a queue per generation of threads: stopped ones drain only their own
+                self._queue = queue.SimpleQueue()
+            if len(alive) < self.threads:
+                taken = {t.name for t in alive}
+                for index in range(1, self.threads + 1):
+                    if self._name(index) in taken:
+                        continue
+                    worker = threading.Thread(
+                        target=self._serve, args=(engine, self._queue), name=self._name(index), daemon=True
+                    )
+                    worker.start()
+                    alive.append(worker)
+            self._workers = alive
             self._queue.put(item)
 
     @property
     def running(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
+        return any(t.is_alive() for t in self._workers)
+
+    @property
+    def running_threads(self) -> int:
+        return sum(t.is_alive() for t in self._workers)
 
     async def run(
         self, job: WriteJob[T], *, name: str, undo: Callable[[Connection, T], None] | None = None
     ) -> T:
-        """``job(connection)`` in a transaction of its own on the writer thread; its result, or its
+        """``job(connection)`` in a transaction of its own on a writer thread; its result, or its
         exception. A caller cancelled before the job starts skips it; one cancelled while it runs still
         has it committed, and then ``undo(connection, result)`` runs in a transaction of its own."""
         loop = asyncio.get_running_loop()
@@ -286,11 +296,13 @@ class SQLiteWriter:
             self._settle(item, None, exc)
             return
         except Exception as exc:  # noqa: BLE001 - logged, counted, and raised to the caller
-            self.failures[item.name] += 1
+            with self._counts:
+                self.failures[item.name] += 1
             log.warning("database: the %s write failed and was rolled back: %r", item.name, exc)
             self._settle(item, None, exc)
             return
-        self.done += 1
+        with self._counts:
+            self.done += 1
         self._settle(item, result, None)
 
     def _settle(self, item: _Job, result: Any, exc: BaseException | None) -> None:
@@ -316,19 +328,64 @@ class SQLiteWriter:
             self._submit(_Job(lambda c: undo(c, result), f"{item.name} undo", item.loop, undone))
 
     def stop(self) -> None:
-        """Let the queued jobs finish, then end the thread and close its connection (blocks)."""
+        """Let the queued jobs finish, then end the threads and close their connections (blocks)."""
         with self._guard:
-            thread, self._thread = self._thread, None
+            workers, self._workers = self._workers, []
             engine, self._engine = self._engine, None
-            if thread is not None:
+            for _ in workers:
                 self._queue.put(_STOP)
-        if thread is not None:
-            thread.join()
+        for worker in workers:
+            worker.join()
         if engine is not None:
             engine.dispose()
 
 
+class SQLiteWriter(ThreadWriter):
+    """SQLite's writer: one thread (SQLite has one writer), each job in ``BEGIN IMMEDIATE``, which
+    takes SQLite's write lock first and waits up to busy_timeout for another process or this process's
+    async writers, which meet it there. The lock is held only while the SQL runs."""
+
+    thread_name = "careerwise-sqlite-writer"
+
+    def __init__(self, url: str) -> None:
+        super().__init__(url, threads=1)
+
+    def _make_engine(self) -> Engine:
+        engine = create_engine(self._url, pool_size=1, max_overflow=0)
+        event.listen(engine, "connect", _sqlite_pragmas)
+
+        @event.listens_for(engine, "connect")
+        def _manual_transactions(dbapi_connection: Any, _record: Any) -> None:
+            dbapi_connection.isolation_level = None  # the driver opens nothing itself: BEGIN is ours
+
+        @event.listens_for(engine, "begin")
+        def _begin_immediate(connection: Connection) -> None:
+            connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+        return engine
+
+
+class PostgresWriter(ThreadWriter):
+    """PostgreSQL's writers: ``threads`` threads, each job on a synchronous psycopg 3 connection in an
+    ordinary transaction; PostgreSQL takes many writers at once, so the threads run side by side and
+    conflicting rows wait in the server, as two processes' do. The connections are this process's in
+    addition to the async pool (keep workers × (pool + overflow + writer threads) under the server's
+    ``max_connections``). A connection that sat idle is pinged at checkout, as the async pool's are."""
+
+    thread_name = "careerwise-pg-writer"
+
+    def __init__(self, url: str, *, threads: int, ping_after_idle: float) -> None:
+        super().__init__(url, threads=threads)
+        self._ping_after_idle = ping_after_idle
+
+    def _make_engine(self) -> Engine:
+        engine = create_engine(self._url, pool_size=self.threads, max_overflow=0)
+        _ping_when_idle(engine, self._ping_after_idle)
+        return engine
+
+
 PING_AFTER_IDLE = 5.0  # seconds; see _ping_when_idle
+WRITER_THREADS = 6  # PostgreSQL's writer threads a process runs by default; see PostgresWriter
 
 
 def _ping_when_idle(engine: Engine, idle: float) -> None:
@@ -372,13 +429,15 @@ class Database:
         *,
         ping_after_idle: float = PING_AFTER_IDLE,
         writer_thread: bool = True,
+        writer_threads: int = WRITER_THREADS,
         pool_size: int = 5,
         max_overflow: int = 10,
     ) -> None:
-        """``writer_thread``: on an SQLite file, run :meth:`write`'s jobs on :class:`SQLiteWriter`
-        (False: on the async session behind the process's write lock, as PostgreSQL does without it).
-        ``pool_size``/``max_overflow``: PostgreSQL's connection pool per process (SQLAlchemy's defaults);
-        a burst of turns waits for a connection beyond them (docs/deployment.md)."""
+        """``writer_thread``: run :meth:`write`'s jobs on writer threads, :class:`SQLiteWriter` on an
+        SQLite file, :class:`PostgresWriter` with ``writer_threads`` threads on PostgreSQL (False: on the
+        async session, behind the process's write lock on SQLite). ``pool_size``/``max_overflow``:
+        PostgreSQL's async connection pool per process (SQLAlchemy's defaults); a burst of turns waits
+        for a connection beyond them (docs/deployment.md). The writer threads' connections come on top."""
         url = async_url(url)
         self.url = url
         if url.startswith("sqlite"):
@@ -410,11 +469,18 @@ class Database:
         )
         self._blocking_engine: Engine | None = None
         self._blocking_lock = threading.Lock()
-        # SQLite on a file: the turn's writes run on one thread (see ``write``); an in-memory database is
-        # private to its connection, so there every write stays on the async session
-        path = make_url(url).database if url.startswith("sqlite") else None
-        on_file = bool(path) and path != ":memory:"
-        self.writer = SQLiteWriter(sync_url(url)) if writer_thread and on_file else None
+        # the turn's writes run on writer threads (see ``write``): one on an SQLite file, several on
+        # PostgreSQL; an in-memory SQLite database is private to its connection, so there every write
+        # stays on the async session
+        self.writer: ThreadWriter | None = None
+        if writer_thread and url.startswith("sqlite"):
+            path = make_url(url).database
+            if path and path != ":memory:":
+                self.writer = SQLiteWriter(sync_url(url))
+        elif writer_thread:
+            self.writer = PostgresWriter(
+                sync_url(url), threads=writer_threads, ping_after_idle=ping_after_idle
+            )
         if self.writer is not None:
             weakref.finalize(self, self.writer.stop)
 
@@ -447,9 +513,10 @@ class Database:
         self, job: WriteJob[T], *, name: str, undo: Callable[[Connection, T], None] | None = None
     ) -> T:
         """``job(connection)`` in one write transaction, committed when it returns, rolled back when it
-        raises (the exception is the caller's). SQLite: on the writer thread (:class:`SQLiteWriter`), one
-        hand-off each way instead of one per statement. PostgreSQL: on the async session, as before (many
-        writers, no process lock). ``undo``: see :meth:`SQLiteWriter.run` (SQLite only)."""
+        raises (the exception is the caller's). On a writer thread (:class:`SQLiteWriter`,
+        :class:`PostgresWriter`): one hand-off each way instead of one event-loop hop per statement.
+        Without writer threads (an in-memory SQLite database, ``writer_thread=False``): on the async
+        session. ``undo``: see :meth:`ThreadWriter.run` (writer threads only)."""
         if self.writer is not None:
             return await self.writer.run(job, name=name, undo=undo)
         async with self.session() as s, s.begin():

@@ -17,6 +17,9 @@ class Resolution:
     requested: dict[str, Any]
     effective: dict[str, Any]
     reason: str
+    # the turn's user message, which searchKnowledge searches beside the model's query (issue #3); set by
+    # the flow, not an argument: the model never writes it, and the events do not repeat it
+    message: str = ""
 
 
 @dataclass(frozen=True)

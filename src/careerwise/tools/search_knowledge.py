@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
 from careerwise.assistant_settings import AssistantSettings
 from careerwise.errors import ToolArgumentsError
 from careerwise.events import Source
+from careerwise.knowledge.fusion import MessageFusion, fuse_results
+from careerwise.knowledge.index import SearchResult
 from careerwise.knowledge.service import KnowledgeBase
 from careerwise.llm.types import ToolSpec
 from careerwise.tools.registry import Resolution, ToolOutput
@@ -28,7 +31,13 @@ SPEC = ToolSpec(
     parameters={
         "type": "object",
         "properties": {
-            "query": {"type": "string", "description": "搜尋查詢字串，例如「薪資談判 技巧」"},
+            # no copyable example value: the embedded model pasted the old one (「薪資談判 技巧」) into
+            # 8 of 158 recorded calls, whatever was asked (docs/decisions/0010-search-the-users-message.md)
+            "query": {
+                "type": "string",
+                "description": "搜尋查詢字串：用使用者這次問題裡的主題與細節寫成（職位、情境、要比較的選項），"
+                "不要寫籠統的主題。The user's own topic and details, in a few words.",
+            },
             "top_k": {
                 "type": "integer",
                 "minimum": 1,
@@ -44,11 +53,27 @@ SPEC = ToolSpec(
 class SearchKnowledgeTool:
     spec = SPEC
 
-    def __init__(self, kb: KnowledgeBase) -> None:
+    def __init__(
+        self, kb: KnowledgeBase, *, min_top_k: int = 1, message_fusion: MessageFusion | None = None
+    ) -> None:
+        """``min_top_k``: the fewest passages a call returns, whatever the model asks (the model asked for
+        one in a quarter of its calls; issue #3). ``message_fusion``: whether, and how, the turn's user
+        message is searched beside the model's query (``knowledge.fusion``; default off)."""
         self._kb = kb
+        self.min_top_k = min_top_k
+        self.message_fusion = message_fusion or MessageFusion()
 
     def available(self) -> bool:
         return self._kb.available
+
+    async def warm(self, message: str) -> None:
+        """Start on the part of the search that does not depend on the model's arguments: embedding the
+        user's message, which the fused search uses (``message_fusion`` "message" or "hybrid"). The flow
+        calls this when the model's first tool-call delta names this tool, so the embedding (about 30 ms
+        for a question) runs while the arguments are still streaming (decision 0010)."""
+        if self.message_fusion.mode not in ("message", "hybrid"):
+            return
+        await self._kb.warm_query(message.strip()[:MAX_QUERY_CHARS])
 
     def resolve(self, arguments: dict[str, Any], settings: AssistantSettings) -> Resolution:
         query = arguments.get("query")
@@ -71,6 +96,10 @@ class SearchKnowledgeTool:
                 clamped = min(max(top_k, 1), MAX_TOP_K)
                 reasons.append(f"top_k {top_k} clamped to {clamped}")
                 top_k = clamped
+        if top_k < self.min_top_k:
+            reasons.append(f"top_k {top_k} raised to the minimum {self.min_top_k}")
+            top_k = self.min_top_k
+        # the admin's override comes last: it wins over the floor as over the model
         if policy.use_full_retrieval_range and policy.configured_top_k != top_k:
             reasons.append(
                 f"use_full_retrieval_range: configured_top_k={policy.configured_top_k} replaces {top_k}"
@@ -85,10 +114,11 @@ class SearchKnowledgeTool:
         policy = settings
         top_k = int(resolution.effective["top_k"])
         started = time.perf_counter()
-        result = await self._kb.search(
+        result = await self._search(
             str(resolution.effective["query"]),
+            resolution.message.strip()[:MAX_QUERY_CHARS],
             top_k=top_k,
-            candidates=max(policy.rerank_candidates, top_k),
+            pool=max(policy.rerank_candidates, top_k),
             domains=policy.knowledge_domains or None,  # the assistant's part of the knowledge base; () = all
         )
         hits = result.hits[:top_k]
@@ -114,3 +144,30 @@ class SearchKnowledgeTool:
             body = h.chunk.text.replace("<<<", "‹‹‹").replace(">>>", "›››")
             lines.append(f"[{n}] source={h.chunk.document_id} | {head}\n<<<\n{body}\n>>>")
         return ToolOutput(content="\n\n".join(lines), returned=len(hits), sources=sources)
+
+    async def _search(
+        self, query: str, message: str, *, top_k: int, pool: int, domains: tuple[str, ...] | None
+    ) -> SearchResult:
+        """The model's query, fused with the user's message when ``message_fusion`` says so. The model's
+        keywords often drop what the user asked; the message is searched as a second, fused list rather
+        than instead, since the model's query is better when the message is a vague follow-up."""
+        mode = self.message_fusion.mode
+        if mode == "off" or not message or message == query:
+            return await self._kb.search(query, top_k=top_k, candidates=pool, domains=domains)
+        if mode == "hybrid":  # both in one embedding call and one pass
+            primary, secondary = await self._kb.search_many(
+                [query, message], top_k=top_k, candidates=pool, domains=[domains, domains]
+            )
+        elif mode == "message":  # the message leads; the model's keywords add a BM25 vote
+            primary, secondary = await asyncio.gather(
+                self._kb.search(message, top_k=top_k, candidates=pool, domains=domains),
+                self._kb.lexical_search(query, pool=pool, domains=domains),
+            )
+        else:  # "lexical": BM25 of the message beside the query's search, no second embedding
+            primary, secondary = await asyncio.gather(
+                self._kb.search(query, top_k=top_k, candidates=pool, domains=domains),
+                self._kb.lexical_search(message, pool=pool, domains=domains),
+            )
+        return fuse_results(
+            primary, secondary, weight=self.message_fusion.weight, rrf_k=self.message_fusion.rrf_k
+        )
