@@ -11,40 +11,21 @@ import asyncio
 import logging
 import threading
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from sqlalchemy import Connection, insert, select, text, update
+from sqlalchemy import Connection, text, update
 
 from careerwise.errors import ConversationBusyError
 from careerwise.services import Services
 from careerwise.store import Conversation, Database
 from careerwise.store.db import PostgresWriter
-from careerwise.store.models import new_id
 from tests.integration.conftest import admin_connection
+from tests.integration.test_sqlite_writer import _insert_conversation, _titles
 
 CONVERSATIONS = Conversation.__table__
 WRITER = "careerwise-pg-writer"
 THREADS = 3
-
-
-def _insert(title: str) -> Callable[[Connection], str]:
-    def job(connection: Connection) -> str:
-        conv_id: str = new_id()
-        now = datetime.now(UTC)
-        connection.execute(
-            insert(CONVERSATIONS),
-            {"id": conv_id, "title": title, "channel": "web", "created_at": now, "updated_at": now},
-        )
-        return conv_id
-
-    return job
-
-
-async def _titles(db: Database) -> list[str]:
-    async with db.session() as s:
-        return sorted((await s.scalars(select(Conversation.title))).all())
 
 
 def _writer(db: Database) -> PostgresWriter:
@@ -92,7 +73,7 @@ async def test_each_job_is_one_transaction_on_a_writer_thread_with_psycopg(db: D
             seen.append(
                 (threading.current_thread().name, connection.in_transaction(), connection.dialect.driver)
             )
-            _insert(f"c{i:02}")(connection)
+            _insert_conversation(f"c{i:02}")(connection)
             return i
 
         return run
@@ -116,7 +97,7 @@ async def test_the_threads_run_jobs_side_by_side(db: Database) -> None:
     def meet(connection: Connection) -> str:
         names.append(threading.current_thread().name)
         barrier.wait()
-        return _insert(threading.current_thread().name)(connection)
+        return _insert_conversation(threading.current_thread().name)(connection)
 
     await asyncio.gather(*(db.write(meet, name="meet") for _ in range(THREADS)))
     assert sorted(names) == [f"{WRITER}-{i}" for i in range(1, THREADS + 1)]
@@ -128,12 +109,12 @@ async def test_a_failing_job_is_counted_raised_and_the_next_jobs_commit(db: Data
         pass
 
     def failing(connection: Connection) -> None:
-        _insert("rolled back")(connection)
+        _insert_conversation("rolled back")(connection)
         raise Boom("the job's own failure")
 
     with pytest.raises(Boom):
         await db.write(failing, name="failing")
-    await db.write(_insert("after"), name="test")
+    await db.write(_insert_conversation("after"), name="test")
     assert await _titles(db) == ["after"]  # the failed job's row was rolled back
     assert _writer(db).failures == {"failing": 1} and _writer(db).done == 1
 
@@ -142,7 +123,7 @@ async def test_a_refusal_is_raised_but_not_counted_as_a_failure(
     db: Database, caplog: pytest.LogCaptureFixture
 ) -> None:
     def refused(connection: Connection) -> None:
-        _insert("refused")(connection)
+        _insert_conversation("refused")(connection)
         raise ConversationBusyError("a reply is still being written")
 
     with caplog.at_level(logging.INFO, logger="careerwise.store.db"), pytest.raises(ConversationBusyError):
@@ -162,14 +143,14 @@ async def test_a_database_error_rolls_back_and_the_connection_serves_the_next_jo
     for _ in range(THREADS + 1):
         with pytest.raises(Exception, match="no_such_table"):
             await db.write(bad, name="bad sql")
-    await asyncio.gather(*(db.write(_insert(f"ok{i}"), name="test") for i in range(THREADS * 2)))
+    await asyncio.gather(*(db.write(_insert_conversation(f"ok{i}"), name="test") for i in range(THREADS * 2)))
     assert len(await _titles(db)) == THREADS * 2
     assert _writer(db).failures == {"bad sql": THREADS + 1}
 
 
 async def test_a_job_whose_caller_left_before_it_started_is_not_run(db: Database) -> None:
     blockers, release = await _block_every_thread(db)
-    waiting = asyncio.ensure_future(db.write(_insert("never"), name="test"))
+    waiting = asyncio.ensure_future(db.write(_insert_conversation("never"), name="test"))
     await asyncio.sleep(0)
     waiting.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -177,7 +158,7 @@ async def test_a_job_whose_caller_left_before_it_started_is_not_run(db: Database
     release.set()
     await asyncio.gather(*blockers)
     # once each thread has taken one more job, "never" (queued before them) is past
-    await asyncio.gather(*(db.write(_insert(f"later{i}"), name="test") for i in range(THREADS)))
+    await asyncio.gather(*(db.write(_insert_conversation(f"later{i}"), name="test") for i in range(THREADS)))
     assert await _titles(db) == [f"later{i}" for i in range(THREADS)]
     assert _writer(db).done == 2 * THREADS and not _writer(db).failures
 
@@ -186,7 +167,7 @@ async def test_a_job_that_committed_after_its_caller_left_is_undone(db: Database
     started, release = threading.Event(), threading.Event()
 
     def slow(connection: Connection) -> str:
-        conv_id = _insert("opened")(connection)
+        conv_id = _insert_conversation("opened")(connection)
         started.set()
         release.wait(30)
         return conv_id
@@ -217,7 +198,7 @@ def test_a_job_that_ends_after_its_loop_closed_is_logged(
     def slow(connection: Connection) -> str:
         started.set()
         release.wait(30)
-        return _insert("late")(connection)
+        return _insert_conversation("late")(connection)
 
     async def leave_early() -> None:
         job = asyncio.ensure_future(db.write(slow, name="late"))
@@ -266,7 +247,7 @@ async def test_dispose_ends_the_threads_and_closes_their_connections(migrated: s
 
     def meet(connection: Connection) -> None:
         barrier.wait()  # every thread checks out its own connection
-        _insert("x")(connection)
+        _insert_conversation("x")(connection)
 
     await asyncio.gather(*(db.write(meet, name="meet") for _ in range(THREADS)))
     assert sorted(_writer_threads()) == [f"{WRITER}-{i}" for i in range(1, THREADS + 1)]
@@ -279,7 +260,7 @@ async def test_dispose_ends_the_threads_and_closes_their_connections(migrated: s
         await asyncio.sleep(0.02)
     assert await asyncio.to_thread(_connections_to, migrated, name) == 0
     # a Database used again after dispose starts its writers again (as its engine reconnects)
-    await db.write(_insert("again"), name="test")
+    await db.write(_insert_conversation("again"), name="test")
     assert _writer(db).running
     await db.dispose()
     assert _writer_threads() == []
@@ -291,7 +272,7 @@ async def test_without_writer_threads_a_job_runs_on_the_async_session(migrated: 
 
     def job(connection: Connection) -> str:
         threads.append(threading.current_thread().name)
-        return _insert("on the session")(connection)
+        return _insert_conversation("on the session")(connection)
 
     try:
         assert db.writer is None

@@ -7,7 +7,6 @@ stream by having fewer, larger deltas carrying the same text.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -19,7 +18,7 @@ from careerwise.llm.openai_provider import OpenAIProvider, _flow_control
 from careerwise.llm.types import ChatMessage, CompletionRequest, StreamChunk, StreamPacing, ToolSpec
 from tests.conftest import LiveServer, client, parse_sse
 from tests.fakes.fake_llm import Call, FakeLLM, stall, text, tool_calls
-from tests.integration.test_disconnect import _stored
+from tests.integration.test_disconnect import _stored, _wait_for
 
 ANSWER = "一二三四五六七八九十" * 4  # 40 chunks of 2 characters
 PIECES = [ANSWER[i : i + 2] for i in range(0, len(ANSWER), 2)]
@@ -175,16 +174,6 @@ def test_tool_calls_work_with_pacing_on(fake_llm: FakeLLM, paced_server: Callabl
     assert dict(events)["done"]["path"] == "A" and dict(events)["done"]["status"] == "ok"
     # phase 3 was asked with the tool's result: the paced phase 1 lost none of the call
     assert fake_llm.requests[1]["messages"][-1]["role"] == "tool"
-
-
-def _wait_for(predicate: Callable[[], bool], timeout: float = 20.0) -> bool:
-    # polling for an outcome, not asserting on time: the deadline only stops a broken test from hanging
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return predicate()
 
 
 def test_a_disconnect_during_a_paced_wait_closes_the_upstream(
