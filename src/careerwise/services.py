@@ -441,6 +441,9 @@ def build_services(
         ),
     )
     engine.telemetry.metrics.watch_caches(kb.cache_stats)
+    writer = db.writer
+    if writer is not None:
+        engine.telemetry.metrics.watch_writes(writer.counts)
     if answer_cache is not None:
         engine.telemetry.metrics.watch_caches(lambda: [answer_cache.stats()])
     accounts = AccountService(db, session_secret(settings), timedelta(days=settings.session_days))

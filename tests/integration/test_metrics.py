@@ -3,9 +3,12 @@ LLM: every count comes from the events the user's stream carried."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
+from sqlalchemy import Connection
 
 from careerwise.events import DeltaEvent, DoneEvent, ErrorEvent, RouteEvent
 from careerwise.tracing.llm_calls import LLMCall
@@ -171,3 +174,30 @@ def test_a_sink_that_raises_is_counted_and_the_others_carry_on() -> None:
     assert value(samples, "careerwise_telemetry_sink_failures_total", sink="Broken") == 5
     assert value(samples, "careerwise_turns_total", intent="greeting", status="error") == 1
     assert value(samples, "careerwise_errors_total", code="internal_error") == 1
+
+
+def test_the_writer_threads_writes_and_failures_are_exported(
+    fake_llm: FakeLLM, live_server: Callable[..., LiveServer]
+) -> None:
+    """A turn's opening and closing are writer-thread jobs; a job that fails is counted by its name."""
+    server = live_server()
+    fake_llm.script(text("先做功課。"))
+    with client(server) as c:
+        assert c.post("/api/chat", json={"message": "怎麼談薪水？"}).status_code == 200
+    before = scrape(server)
+    assert value(before, "careerwise_database_writes_total") >= 2
+    assert value(before, "careerwise_database_write_failures_total") == 0
+
+    def failing(connection: Connection) -> None:
+        raise RuntimeError("broken job")
+
+    async def run_failing() -> None:
+        with pytest.raises(RuntimeError):
+            await server.services.db.write(failing, name="test_job")
+
+    asyncio.run(run_failing())  # the writer thread answers whichever loop asked
+    after = scrape(server)
+    assert value(after, "careerwise_database_write_failures_total", job="test_job") == 1
+    assert value(after, "careerwise_database_writes_total") == value(
+        before, "careerwise_database_writes_total"
+    )

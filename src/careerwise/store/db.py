@@ -218,6 +218,11 @@ class ThreadWriter:
         self.done = 0  # jobs committed
         self.failures: Counter[str] = Counter()  # failed jobs by job name
 
+    def counts(self) -> tuple[int, dict[str, int]]:
+        """Jobs committed and failed jobs by name, read together (``/metrics`` reads them when scraped)."""
+        with self._counts:
+            return self.done, dict(self.failures)
+
     def _make_engine(self) -> Engine:
         raise NotImplementedError
 

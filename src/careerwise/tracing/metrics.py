@@ -164,9 +164,10 @@ class Metrics:
             return generate_latest(self.registry)
         combined = CollectorRegistry()  # every worker's values, read from their files
         MultiProcessCollector(combined, path=directory)  # type: ignore[no-untyped-call]
-        caches = getattr(self, "_caches", None)
-        if caches is not None:  # read at scrape time from this worker's caches: per process
-            combined.register(caches)
+        for name in ("_caches", "_writes"):  # read at scrape time from this worker's objects: per process
+            collector = getattr(self, name, None)
+            if collector is not None:
+                combined.register(collector)
         return generate_latest(combined)
 
     def watch_caches(self, source: Callable[[], Iterable[CacheStats]]) -> None:
@@ -176,6 +177,14 @@ class Metrics:
             collector = self._caches = _CacheCollector()
             self.registry.register(collector)
         collector.sources.append(source)
+
+    def watch_writes(self, source: Callable[[], tuple[int, dict[str, int]]]) -> None:
+        """Export the database writer threads' own counts (``Database.write``: a turn's opening and
+        closing), read at scrape time: ``careerwise_database_writes_total`` and
+        ``careerwise_database_write_failures_total{job}``. One source: the process's database."""
+        if getattr(self, "_writes", None) is None:
+            self._writes = _WriteCollector(source)
+            self.registry.register(self._writes)
 
     def turn_sink(self, start: TurnStart) -> MetricsTurn:
         return MetricsTurn(self, start)
@@ -231,6 +240,30 @@ class _CacheCollector(Collector):
         for cache, n in sorted(entries.items()):
             gauge.add_metric([cache], n)
         yield gauge
+
+
+class _WriteCollector(Collector):
+    """The writer threads count with plain integers under their own lock; this reads them when /metrics
+    is scraped. A failed write is also raised to the turn that asked for it (and counted there)."""
+
+    def __init__(self, source: Callable[[], tuple[int, dict[str, int]]]) -> None:
+        self.source = source
+
+    def collect(self) -> Iterator[Metric]:
+        done, failures = self.source()
+        writes = CounterMetricFamily(
+            "careerwise_database_writes", "Write jobs committed by the database writer threads."
+        )
+        writes.add_metric([], done)
+        yield writes
+        failed = CounterMetricFamily(
+            "careerwise_database_write_failures",
+            "Write jobs that failed and were rolled back (logged), by job.",
+            labels=["job"],
+        )
+        for job, n in sorted(failures.items()):
+            failed.add_metric([job], n)
+        yield failed
 
 
 class MetricsTurn:
