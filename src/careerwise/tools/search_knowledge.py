@@ -22,6 +22,13 @@ NO_MATCH = (
     "（知識庫無相關結果）No matching knowledge was found. Answer from general knowledge and cite no sources."
 )
 
+
+def _clip(text: str) -> str:
+    """The text a search is run with: the model's query and the user's message alike (the warm-up must
+    embed exactly what the search will ask for, or its embedding is wasted)."""
+    return text.strip()[:MAX_QUERY_CHARS]
+
+
 SPEC = ToolSpec(
     name=NAME,
     description=(
@@ -73,13 +80,13 @@ class SearchKnowledgeTool:
         for a question) runs while the arguments are still streaming (decision 0010)."""
         if self.message_fusion.mode not in ("message", "hybrid"):
             return
-        await self._kb.warm_query(message.strip()[:MAX_QUERY_CHARS])
+        await self._kb.warm_query(_clip(message))
 
     def resolve(self, arguments: dict[str, Any], settings: AssistantSettings) -> Resolution:
         query = arguments.get("query")
         if not isinstance(query, str) or not query.strip():
             raise ToolArgumentsError("`query` must be a non-empty string")
-        query = query.strip()[:MAX_QUERY_CHARS]
+        query = _clip(query)
         policy = settings
         requested = dict(arguments)
         raw_k = arguments.get("top_k")
@@ -116,7 +123,7 @@ class SearchKnowledgeTool:
         started = time.perf_counter()
         result = await self._search(
             str(resolution.effective["query"]),
-            resolution.message.strip()[:MAX_QUERY_CHARS],
+            _clip(resolution.message),
             top_k=top_k,
             pool=max(policy.rerank_candidates, top_k),
             domains=policy.knowledge_domains or None,  # the assistant's part of the knowledge base; () = all
