@@ -460,6 +460,31 @@ async def test_unavailable_knowledge_base_goes_to_the_streamed_answer_and_says_s
     assert "".join(e.text for e in events if isinstance(e, DeltaEvent)) == "一般建議。"
 
 
+async def _raising(*args: Any, **kwargs: Any) -> Any:
+    raise RuntimeError("disk I/O error")
+
+
+def search_failures(services: Services) -> float:
+    registry = services.engine.telemetry.metrics.registry
+    return registry.get_sample_value("careerwise_retrieval_failures_total", {"kind": "search_failed"}) or 0.0
+
+
+async def test_a_failed_facet_search_is_said_and_counted_not_shown_as_unavailable(
+    fake_llm: FakeLLM, make_services: Callable[..., Services], monkeypatch: Any
+) -> None:
+    fake_llm.responder = responder({"simple": text("一般建議。")})
+    services = services_for(make_services, "complex")
+    await ready(services)
+    monkeypatch.setattr(services.kb, "search_many", _raising)
+    before = search_failures(services)
+    events = [e async for e in services.engine.run(TurnRequest(message=COMPLEX))]
+    assert degraded(events) == ["deep_knowledge_search_failed"]
+    assert "搜尋失敗" in next(e for e in events if isinstance(e, DegradedEvent)).message
+    assert "".join(e.text for e in events if isinstance(e, DeltaEvent)) == "一般建議。"
+    assert search_failures(services) == before + 1
+    assert requests_of(fake_llm, "market") == []  # no agent ran without its passages
+
+
 # --------------------------------------------------------------------------- medium: the chain
 
 
@@ -502,6 +527,29 @@ async def test_medium_chain_reflection_corrects_a_draft_that_contradicts_the_kno
     async with services.db.session() as s:
         row = (await s.scalars(select(TraceEvent).where(TraceEvent.type == "report"))).one()
     assert row.payload["reflection"] == [correction]
+
+
+async def test_a_failed_chain_search_is_not_passed_off_as_nothing_found(
+    fake_llm: FakeLLM, make_services: Callable[..., Services], monkeypatch: Any
+) -> None:
+    fake_llm.responder = responder(
+        {"background": text("- 想轉職前端\n搜尋：前端 轉職"), "simple": text("先做一個小作品。")}
+    )
+    services = services_for(make_services, "medium")
+    await ready(services)
+    monkeypatch.setattr(services.kb, "search", _raising)
+    before = search_failures(services)
+    events = [e async for e in services.engine.run(TurnRequest(message=MEDIUM))]
+    assert degraded(events) == ["deep_knowledge_search_failed"]
+    assert requests_of(fake_llm, "compare") == []  # no comparison against "nothing matched"
+    assert not [e for e in events if isinstance(e, ReportEvent)]
+    assert "".join(e.text for e in events if isinstance(e, DeltaEvent)) == "先做一個小作品。"
+    assert search_failures(services) == before + 1
+    async with services.db.session() as s:
+        trace = (await s.scalars(select(Trace))).one()
+        reasons = (await s.scalars(select(TraceEvent.payload).where(TraceEvent.type == "degraded"))).all()
+    assert trace.degraded is True and trace.flow == "career-chain"
+    assert [r["reason"] for r in reasons] == ["deep_knowledge_search_failed"]
 
 
 async def test_a_reflection_that_brings_outside_numbers_is_refused(

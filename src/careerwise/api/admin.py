@@ -25,7 +25,7 @@ from careerwise.store import Trace, TraceEvent
 log = logging.getLogger(__name__)
 STATIC = Path(__file__).resolve().parent.parent / "web" / "static"
 RETRIEVAL_FAILURE_KINDS = ("search_failed", "unavailable", "readiness")
-_KNOWLEDGE_REASONS = ("knowledge_unavailable", "deep_knowledge_unavailable")
+_KNOWLEDGE_REASONS = ("knowledge_unavailable", "deep_knowledge_unavailable", "deep_knowledge_search_failed")
 
 page = APIRouter(include_in_schema=False)
 status_router = admin_router("admin: status")

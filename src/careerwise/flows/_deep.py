@@ -605,6 +605,7 @@ CAUSES = {
     "llm_unavailable": ("語言模型服務無法連線", "the language model is unreachable"),
     "llm_error": ("語言模型服務錯誤", "language model error"),
     "no_knowledge": ("知識庫沒有相關資料", "no matching knowledge"),
+    "knowledge_search_failed": ("知識庫搜尋失敗", "the knowledge search failed"),
     "internal_error": ("內部錯誤", "internal error"),
 }
 
@@ -632,6 +633,10 @@ LINES = {
     "deep_chain_failed": (
         "深度分析沒有完成（{cause}），改用一般回答。",
         "The in-depth analysis did not finish ({cause}); a regular answer follows instead.",
+    ),
+    "deep_knowledge_search_failed": (
+        "知識庫搜尋失敗，無法做深度分析，改用一般回答。",
+        "The knowledge search failed, so there is no in-depth analysis; a regular answer follows.",
     ),
     "deep_knowledge_unavailable": (
         "知識庫目前無法使用，無法做深度分析，改用一般回答。",

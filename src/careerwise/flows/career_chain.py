@@ -41,6 +41,7 @@ from careerwise.llm.types import ChatMessage
 log = logging.getLogger(__name__)
 
 CHAIN_TOP_K = 3
+KNOWLEDGE_SEARCH_FAILED = "knowledge_search_failed"  # the step failure of a search that raised
 STEP_MAX_TOKENS = 450
 REFLECTION_MAX_TOKENS = 1200
 HEADINGS = {
@@ -246,9 +247,12 @@ async def run_chain(ctx: FlowContext, budget: Budget, emit: Emit, out: Outcome) 
                     query, top_k=CHAIN_TOP_K, candidates=max(ctx.settings.rerank_candidates, 3)
                 )
                 hits = result.hits[:CHAIN_TOP_K]
-            except Exception:
-                log.exception("chain: the knowledge search failed; comparing with nothing")
-            ctx.state.timings["chain_search_ms"] = 1000 * (time.perf_counter() - t0)
+            except Exception as exc:
+                # not "nothing matched": the chain stops here and the flow says the search failed
+                log.exception("chain: the knowledge search failed")
+                raise StepFailed(KNOWLEDGE_SEARCH_FAILED, f"{type(exc).__name__}: {exc}") from exc
+            finally:
+                ctx.state.timings["chain_search_ms"] = 1000 * (time.perf_counter() - t0)
         out.hits = hits
         if hits:
             comparison = await _deep.ask_text(
@@ -379,7 +383,11 @@ async def chain_with_fallbacks(
         return
     failure = out.failure or StepFailed("internal_error")
     hits = [*(out.hits or []), *known_hits]
-    yield _deep.degraded("deep_chain_failed", ctx.zh, cause=_deep.cause(failure.code, ctx.zh))
+    if failure.code == KNOWLEDGE_SEARCH_FAILED:
+        # its own reason, so the notice is true and /metrics counts a failed search
+        yield _deep.degraded("deep_knowledge_search_failed", ctx.zh)
+    else:
+        yield _deep.degraded("deep_chain_failed", ctx.zh, cause=_deep.cause(failure.code, ctx.zh))
     if failure.unreachable:
         async for event in _deep.excerpts(ctx, hits, failure):
             yield event

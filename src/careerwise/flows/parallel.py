@@ -615,9 +615,9 @@ async def parallel_flow(ctx: FlowContext) -> AsyncIterator[Event]:
         yield event
     if out.done:
         return
-    if out.knowledge_failed:
-        yield _deep.degraded("deep_knowledge_unavailable", ctx.zh)
-        async for event in _deep.simple_or_excerpts(ctx, [], skip_reason="knowledge_unavailable"):
+    if out.knowledge_failed:  # the facet search raised: said as such, counted as a failed search
+        yield _deep.degraded("deep_knowledge_search_failed", ctx.zh)
+        async for event in _deep.simple_or_excerpts(ctx, []):
             yield event
         return
     failure = out.failure or StepFailed("internal_error")

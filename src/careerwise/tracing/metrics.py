@@ -43,6 +43,9 @@ MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 _LLM_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0, 120.0)
 _FAST_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 _KNOWLEDGE_UNAVAILABLE = frozenset({"knowledge_unavailable", "deep_knowledge_unavailable"})
+# a search that raised in a flow that reports it as a degradation (the tool's own failures are counted
+# from its tool_result)
+_KNOWLEDGE_SEARCH_FAILED = frozenset({"deep_knowledge_search_failed"})
 
 
 class Metrics:
@@ -304,6 +307,8 @@ class MetricsTurn:
                 m.degradations.labels(event.reason).inc()
                 if event.reason in _KNOWLEDGE_UNAVAILABLE:
                     m.retrieval_failures.labels("unavailable").inc()
+                elif event.reason in _KNOWLEDGE_SEARCH_FAILED:
+                    m.retrieval_failures.labels("search_failed").inc()
             case ErrorEvent():
                 m.errors.labels(event.code).inc()
             case DoneEvent():
