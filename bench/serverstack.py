@@ -5,12 +5,14 @@ CPU sits in the loop, uvicorn/h11 and Starlette (docs/benchmarks.md, "The per-ch
 answer"), so this asks whether another server stack would cut it. Stacks, interleaved round by round
 (A, B, C, A, B, C...) so the shared machine's noise hits all of them alike:
 
-- ``uvicorn-h11``: today's `careerwise serve --workers 1`;
-- ``uvicorn-uvloop``: uvicorn ``--http httptools --loop uvloop``;
+- ``uvicorn-h11``: `careerwise serve --workers 1` on the stack it ran before 2026-11-30
+  (``CAREERWISE_SERVER_LOOP=asyncio``, ``CAREERWISE_SERVER_HTTP=h11``), the reference;
+- ``serve-default``: `careerwise serve --workers 1` as shipped (uvloop + httptools, decision 0012);
+- ``uvicorn-uvloop``: uvicorn ``--http httptools --loop uvloop`` on ``make_app``;
 - ``granian``: granian (a Rust HTTP server) ``--interface asgi --workers 1``, Python's asyncio loop;
 - ``granian-uvloop``: the same on uvloop.
 
-The last three need packages the project does not depend on: ``BENCH_SERVERSTACK_PKGS`` (default
+The granian stacks need a package the project does not depend on: ``BENCH_SERVERSTACK_PKGS`` (default
 /tmp/srvpkgs, filled with ``pip install --target``) goes on the PYTHONPATH of those server processes only.
 Every stack builds the app the way `careerwise serve --workers 1` does (``make_app`` below) and logs each
 request (uvicorn's access log, granian ``--access-log``), so the only difference is the server.
@@ -64,17 +66,32 @@ def make_app() -> Any:
     return create_app(get_settings())
 
 
+# `careerwise serve`'s own stack settings per stack (decision 0012): TODAY is the stack it ran before
+# 2026-11-30, set explicitly now that uvloop + httptools are the default ("serve-default")
+_SERVE_ENV = {
+    TODAY: {"CAREERWISE_SERVER_LOOP": "asyncio", "CAREERWISE_SERVER_HTTP": "h11"},
+    "serve-default": {},
+}
+
+
+def _pace_env() -> dict[str, str]:
+    """A fixed stream pace on every stack: the shipped one unless ``BENCH_SERVERSTACK_PACE`` names another
+    (0 = every chunk, as the first comparison ran); never the adaptive one, which follows the load."""
+    pace = os.environ.get("BENCH_SERVERSTACK_PACE")
+    return {"CAREERWISE_STREAM_PACE_MAX_MS": "0"} | ({"CAREERWISE_STREAM_PACE_MS": pace} if pace else {})
+
+
 def _command(stack: str, port: int) -> tuple[list[str], bool]:
-    """The server's command line, and whether it needs the extra packages."""
+    """The server's command line, and whether it needs the extra packages (granian: not in the venv)."""
     py, target, p = sys.executable, "bench.serverstack:make_app", str(port)
-    if stack == TODAY:
+    if stack in _SERVE_ENV:
         return [py, "-m", "careerwise.cli", "serve", "--port", p, "--workers", "1"], False
     if stack == "uvicorn-uvloop":
         return [
             *(py, "-m", "uvicorn", "--factory", target, "--host", "127.0.0.1", "--port", p),
             *("--http", "httptools", "--loop", "uvloop", "--log-level", "info"),
             *("--timeout-graceful-shutdown", "5"),
-        ], True
+        ], False
     if stack in ("granian", "granian-uvloop"):
         loop = "uvloop" if stack == "granian-uvloop" else "asyncio"
         return [
@@ -100,7 +117,7 @@ def serve_stack(
     if workers != 1:
         raise ValueError("the stack comparison runs one worker")
     args, extra = _command(stack, port)
-    full_env = server_env(data_dir, llm_port) | (env or {})
+    full_env = server_env(data_dir, llm_port) | _SERVE_ENV.get(stack, {}) | _pace_env() | (env or {})
     if extra:
         if not Path(PKGS, "granian").exists():
             raise RuntimeError(
@@ -205,8 +222,10 @@ def _round(stack: str, llm_port: int, logs: Path, n: int) -> Result:
             if warm_errors:
                 raise RuntimeError(f"{stack}: warm-up failed: {warm_errors[:3]}")
             load = os.getloadavg()[0]
-            many = tc._measure(server.proc.pid, url, "many", tc._chunks(2), 0)
-            few = tc._measure(server.proc.pid, url, "few", tc._chunks(tc.FEW_SIZE), tc.FEW_FROM)
+            many = tc.Phase("many", tc._chunks(2))
+            few = tc.Phase("few", tc._chunks(tc.FEW_SIZE))
+            tc._measure(server.proc.pid, url, many, 0, tc.TURNS)
+            tc._measure(server.proc.pid, url, few, tc.FEW_FROM, tc.TURNS)
             stream = asyncio.run(_one_stream(server.url, "面試怎麼準備 7"))
             gone = _disconnects(port, f"http://127.0.0.1:{llm_port}/_fake/stats")
     finally:

@@ -23,6 +23,11 @@ order rotated each round, each round a slice of ``TURNS`` with both reply length
 machine's load falls on every pace alike; the table prints each pace's loop CPU per turn and per chunk,
 the ``delta`` events a turn carries, and the ratios to pace 0 (every chunk read as it comes).
 
+``BENCH_TURNCOST_MODE=saturate`` (or ``python -m bench.turncost saturate``) runs bench/_saturate.py
+instead: adaptive pacing (``CAREERWISE_STREAM_PACE_MAX_MS``) on vs off with the serving loop saturated by
+waves of the burst's shape; loop CPU a turn and the time to first text, interleaved. The default mode
+keeps every server on a fixed pace (``CAREERWISE_STREAM_PACE_MAX_MS=0``), as it measured before.
+
 ``BENCH_TURNCOST_PROFILE=1`` also records the measured run with py-spy (``.venv/bin/py-spy``, 250 Hz,
 the loop thread) and prints the heaviest functions (own samples and inclusive) and a per-layer share.
 ``BENCH_TURNCOST_TURNS`` (100) and ``BENCH_TURNCOST_CONCURRENCY`` (4) change the load.
@@ -56,6 +61,7 @@ CONCURRENCY = int(os.environ.get("BENCH_TURNCOST_CONCURRENCY", "4"))
 PROFILE = os.environ.get("BENCH_TURNCOST_PROFILE", "") not in ("", "0")
 PACES = [int(v) for v in os.environ.get("BENCH_TURNCOST_PACES", "0,50,100,150").split(",") if v.strip()]
 ROUNDS = max(1, int(os.environ.get("BENCH_TURNCOST_ROUNDS", "4")))
+MODE = os.environ.get("BENCH_TURNCOST_MODE", "")
 MESSAGE = "面試怎麼準備 {i}"
 FEW_SIZE = 20  # the second phase's chunk size: 5 chunks a reply instead of 43
 FEW_FROM = 1_000_000  # message numbers from here on get the short-chunk reply
@@ -379,6 +385,10 @@ def _default_pace() -> int:
 
 
 def run() -> list[str]:
+    if MODE == "saturate":
+        from bench import _saturate
+
+        return _saturate.run()
     llm_port = free_port()
     fake_args = [sys.executable, "-m", "bench.turncost", "fake", str(llm_port)]
     logs = Path(tempfile.mkdtemp(prefix="cw-bench-turncost-"))
@@ -411,7 +421,8 @@ def run() -> list[str]:
                         port=free_port(),
                         workers=1,
                         log=logs / f"serve-pace{pace}.log",
-                        env={"CAREERWISE_STREAM_PACE_MS": str(pace)},
+                        # a fixed pace: this mode compares paces at low load (saturate: adaptive)
+                        env={"CAREERWISE_STREAM_PACE_MS": str(pace), "CAREERWISE_STREAM_PACE_MAX_MS": "0"},
                     )
                 )
             for pace, server in servers.items():
@@ -558,5 +569,9 @@ def _report(
 if __name__ == "__main__":
     if sys.argv[1:2] == ["fake"]:
         _fake_main(int(sys.argv[2]))
+    elif sys.argv[1:2] == ["saturate"]:
+        from bench import _saturate
+
+        print("\n".join(_saturate.run()))
     else:
         print("\n".join(run()))

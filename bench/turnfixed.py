@@ -53,7 +53,7 @@ import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, MutableMapping
 from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -71,6 +71,7 @@ SERVER = os.environ.get("BENCH_TURNFIXED_SERVER", "asgi")  # asgi | uvicorn
 PROVIDER = os.environ.get("BENCH_TURNFIXED_PROVIDER", "stub")  # stub | fake
 PYSPY = os.environ.get("BENCH_TURNFIXED_PYSPY", "") == "1"
 PARTS = os.environ.get("BENCH_TURNFIXED_PARTS", "1") == "1"
+THREADS = os.environ.get("BENCH_TURNFIXED_THREADS", "") == "1"
 KINDS = os.environ.get("BENCH_TURNFIXED_KINDS", "anonymous,signed-in").split(",")
 MESSAGE = "面試怎麼準備 {i}"  # career/simple through the embedding layer, as in bench/concurrency.py
 REPLY = ("好的，", "先整理你的經歷，", "再練習常見問題。")
@@ -97,6 +98,7 @@ STEPS = (
     ("session lookup", "accounts", "resolve"),
     ("rate limit", "limiters.anonymous_chat", "hit"),
     ("rate limit", "limiters.user_chat", "hit"),
+    ("pre-turn read: budget + assistant + settings", "engine", "_pre_turn"),
     ("token budget check", "engine.budget", "check"),
     ("assistant + settings read", "engine.settings_store", "for_turn"),
     ("open: conversation, messages, trace", "engine", "_open"),
@@ -113,22 +115,29 @@ class StepClock:
 
     def __init__(self) -> None:
         self.cpu: dict[str, float] = {}
+        self._inside = 0  # a step called inside another (for_turn inside _pre_turn) is the outer's
 
     def wrap(self, services: Any) -> None:
         for label, path, name in STEPS:
             target = services
             for part in path.split("."):
-                target = getattr(target, part)
-            inner = getattr(target, name)
+                target = getattr(target, part, None)
+            inner = getattr(target, name, None)
+            if inner is None:
+                continue  # a step of another tree (the before/after pairs run this file on both)
             setattr(target, name, self._timed(label, inner))
 
     def _timed(self, label: str, inner: Callable[..., Any]) -> Callable[..., Any]:
         async def timed(*args: Any, **kwargs: Any) -> Any:
+            if self._inside:
+                return await inner(*args, **kwargs)
+            self._inside += 1
             t0 = time.thread_time()
             try:
                 return await inner(*args, **kwargs)
             finally:
                 self.cpu[label] = self.cpu.get(label, 0.0) + time.thread_time() - t0
+                self._inside -= 1
 
         return timed
 
@@ -146,6 +155,7 @@ class Row:
     wall_ms: float
     errors: int
     steps: dict[str, float]  # loop-thread CPU ms per turn inside each step
+    threads: dict[str, float] = field(default_factory=dict)  # CPU ms per turn by thread role (THREADS)
 
 
 def _settings(data_dir: Path, database_url: str | None, *, llm_base_url: str | None = None) -> Any:
@@ -227,6 +237,7 @@ async def _run_kind(
     clock.reset()
     profiler = cProfile.Profile(time.thread_time) if PROFILE else None
     spy = _PySpy.start() if PYSPY else None
+    tasks0 = _thread_cpu() if THREADS else {}
     p0, t0, w0 = time.process_time(), time.thread_time(), time.perf_counter()
     if profiler is not None:
         profiler.enable()
@@ -234,6 +245,7 @@ async def _run_kind(
     if profiler is not None:
         profiler.disable()
     p1, t1, w1 = time.process_time(), time.thread_time(), time.perf_counter()
+    tasks1 = _thread_cpu() if THREADS else {}
     row = Row(
         store,
         kind,
@@ -243,6 +255,7 @@ async def _run_kind(
         1000 * (w1 - w0) / TURNS,
         errors,
         {k: 1000 * v / TURNS for k, v in clock.cpu.items()},
+        _by_role(tasks0, tasks1, 1000 * (p1 - p0)) if THREADS else {},
     )
     report = ""
     if spy is not None:
@@ -411,6 +424,7 @@ STEP_MARKS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("log lines (uvicorn's access log, httpx's request line, masking filter)", ("(logging/__init__.py",)),
     ("session lookup", ("resolve (careerwise/auth/service.py",)),
     ("rate limit", ("hit (careerwise/ratelimit.py",)),
+    ("pre-turn read: budget + assistant + settings", ("_pre_turn (careerwise/engine.py",)),
     ("token budget check", ("check (careerwise/budget.py",)),
     ("assistant + settings read", ("for_turn (careerwise/assistant_settings.py",)),
     ("open: conversation, messages, trace", ("_open (careerwise/engine.py",)),
@@ -491,6 +505,114 @@ def _itemise(raw: Path, loop_ms: float, title: str) -> str:
     return head + "\n" + table(["step", "samples", "share", "µs / turn"], body) + "\n"
 
 
+# the steps of STEPS that read or write the database (what else they do is small: building the values)
+DB_STEPS = (
+    "session lookup",
+    "rate limit",
+    "token budget check",
+    "assistant + settings read",
+    "pre-turn read: budget + assistant + settings",
+    "open: conversation, messages, trace",
+    "history read",
+    "close: answer, trace rows, spans, token count",
+)
+ROLES = (
+    "event loop (main thread)",
+    "writer threads (the turn's opening and closing)",
+    "reader thread (the pre-turn read)",
+    "aiosqlite's driver threads (async sessions on SQLite)",
+    "worker pool (asyncio.to_thread: embedding, uvicorn's client)",
+    "other threads",
+    "threads that ended during the run",
+)
+
+
+def _thread_cpu() -> dict[int, tuple[str, float]]:
+    """CPU ms so far of each live thread of this process, by native id, with its role. schedstat's
+    first field is the thread's time on a CPU in nanoseconds (``stat``'s utime/stime count 10 ms ticks,
+    too coarse for a thread that spends 1 ms a turn)."""
+    import threading
+
+    roles = {t.native_id: _role(t) for t in threading.enumerate() if t.native_id is not None}
+    out: dict[int, tuple[str, float]] = {}
+    for task in Path("/proc/self/task").iterdir():
+        try:
+            ns = int((task / "schedstat").read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue  # ended between the listing and the read: its CPU lands in "threads that ended"
+        tid = int(task.name)
+        out[tid] = (roles.get(tid, "other threads"), ns / 1e6)
+    return out
+
+
+def _role(thread: Any) -> str:
+    import threading
+
+    name = thread.name
+    target = getattr(thread, "_target", None)
+    if thread is threading.main_thread():
+        return ROLES[0]
+    if name.startswith("careerwise-") and "writer" in name:
+        return ROLES[1]
+    if name.startswith("careerwise-") and "reader" in name:
+        return ROLES[2]
+    if target is not None and getattr(target, "__module__", "").startswith("aiosqlite"):
+        return ROLES[3]
+    if name.startswith("asyncio_"):
+        return ROLES[4]
+    return ROLES[5]
+
+
+def _by_role(
+    before: dict[int, tuple[str, float]], after: dict[int, tuple[str, float]], process_ms: float
+) -> dict[str, float]:
+    """CPU ms per turn by thread role between two :func:`_thread_cpu` snapshots; what the process spent
+    beyond the live threads' sum went to threads that ended meanwhile."""
+    got: dict[str, float] = {}
+    for tid, (role, ms) in after.items():
+        got[role] = got.get(role, 0.0) + ms - before.get(tid, (role, 0.0))[1]
+    got[ROLES[-1]] = max(0.0, process_ms - sum(got.values()))
+    return {role: ms / TURNS for role, ms in got.items()}
+
+
+def _threads_tables(rows: list[Row]) -> list[str]:
+    if not THREADS or not rows:
+        return []
+    head = ["", *(f"{r.store}, {r.kind}" for r in rows)]
+    by_role = [[role, *(f"{r.threads.get(role, 0.0):.2f}" for r in rows)] for role in ROLES]
+    by_role.append(["process (time.process_time)", *(f"{r.process_ms:.2f}" for r in rows)])
+    share: list[list[str]] = []
+    for label in DB_STEPS:
+        if any(label in r.steps for r in rows):
+            share.append([f"loop: {label}", *(f"{r.steps.get(label, 0.0):.2f}" for r in rows)])
+    for role in ROLES[1:4]:
+        if any(r.threads.get(role, 0.0) > 0.005 for r in rows):
+            share.append([role, *(f"{r.threads.get(role, 0.0):.2f}" for r in rows)])
+    totals = [_db_ms(r) for r in rows]
+    share.append(["the database's share", *(f"{t:.2f}" for t in totals)])
+    share.append(
+        [
+            "of the process's CPU a turn",
+            *(f"{100 * t / r.process_ms:.0f} %" for t, r in zip(totals, rows, strict=True)),
+        ]
+    )
+    return [
+        "CPU ms per turn by thread (/proc/self/task/*/schedstat)",
+        table(head, by_role),
+        "",
+        "The database's share of a turn: the loop's CPU inside the steps that read or write it (step clock;"
+        " asyncpg's protocol runs there) plus the database's own threads",
+        table(head, share),
+        "",
+    ]
+
+
+def _db_ms(row: Row) -> float:
+    return sum(row.steps.get(label, 0.0) for label in DB_STEPS) + sum(
+        row.threads.get(role, 0.0) for role in ROLES[1:4]
+    )
+
+
 def _sqlite() -> tuple[list[Row], float, list[str]]:
     data_dir = Path(tempfile.mkdtemp(prefix="cw-bench-turnfixed-"))
     try:
@@ -561,6 +683,7 @@ def run() -> list[str]:
         "Loop-thread CPU ms per turn inside each step (the rest: HTTP, FastAPI, middlewares, flow, events, SSE)",
         _steps_table(rows),
         "",
+        *_threads_tables(rows),
         *(parts() if PARTS else []),
     ]
     return out + reports

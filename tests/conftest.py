@@ -163,7 +163,16 @@ class LiveServer:
         sock.bind(("127.0.0.1", 0))
         self.port = sock.getsockname()[1]
         self._sock = sock
-        config = uvicorn.Config(self.app, log_config=None, log_level="warning", lifespan="on")
+        # the stack `careerwise serve` would run with these settings (uvloop + httptools by default), never
+        # uvicorn's "auto": tests/conftest.SERVER_STACKS runs the HTTP-layer tests on both
+        config = uvicorn.Config(
+            self.app,
+            log_config=None,
+            log_level="warning",
+            lifespan="on",
+            loop=services.settings.server_loop,
+            http=services.settings.server_http,
+        )
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [sock]}, daemon=True)
 
@@ -184,6 +193,14 @@ class LiveServer:
         self.server.should_exit = True
         self.thread.join(timeout=10)
         self._sock.close()
+
+
+# live_server(**stack) for tests about the HTTP layer (headers, framing, disconnects, refused bodies): the
+# default stack and the one `careerwise serve` ran before 2026-11-30 (decision 0012)
+SERVER_STACKS = [
+    pytest.param({}, id="uvloop-httptools"),
+    pytest.param({"server_loop": "asyncio", "server_http": "h11"}, id="asyncio-h11"),
+]
 
 
 @pytest.fixture

@@ -9,18 +9,20 @@ process that shares the database.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from sqlalchemy import bindparam, select
+from sqlalchemy import Connection, bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from careerwise.assistants import DEFAULT_ASSISTANT, AssistantStore, valid_id
 from careerwise.config import Settings
 from careerwise.errors import ConflictError, NotFoundError, UserInputError
 from careerwise.store import Assistant, AssistantSetting, Database, SettingsAudit
+from careerwise.store.direct import DirectStatement
 
 __all__ = ["DEFAULT_ASSISTANT", "KEYS", "AssistantSettings", "EffectiveSettings", "SettingsStore"]
 Source = Literal["default", "environment", "database"]
@@ -167,6 +169,21 @@ _TURN_READ = (
     .select_from(_ASSISTANTS.outerjoin(_OVERRIDES, _OVERRIDES.c.assistant_id == _ASSISTANTS.c.id))
     .where(_ASSISTANTS.c.id == bindparam("assistant_id"))
 )
+_TURN_READ_DIRECT = DirectStatement(_TURN_READ)
+# what a turn reads about its assistant: (enabled, (persona, domains), sorted (key, JSON value) overrides)
+TurnRead = tuple[bool, tuple[str, tuple[str, ...]], tuple[tuple[str, str], ...]]
+_NOT_READ = object()  # for_turn's ``read`` when the caller read nothing (None means: no such assistant)
+
+
+def _digest(rows: Sequence[Sequence[Any]]) -> TurnRead | None:
+    """The rows of :data:`_TURN_READ` (enabled, persona, domains, key, value), as :data:`TurnRead`."""
+    if not rows:
+        return None
+    enabled, persona, domains = rows[0][0], rows[0][1], rows[0][2]
+    overrides = tuple(sorted((r[3], json.dumps(r[4], sort_keys=True)) for r in rows if r[3] in KEYS))
+    return bool(enabled), (persona or "", tuple(domains or ())), overrides
+
+
 _VALIDATED_MAX = 256  # distinct (assistant, settings) combinations kept validated; then start over
 
 
@@ -189,6 +206,7 @@ class SettingsStore:
         *,
         allow_disabled: bool = False,
         session: AsyncSession | None = None,
+        read: object = _NOT_READ,
     ) -> AssistantSettings:
         """Everything a turn reads about its assistant, fresh: settings plus persona and knowledge
         domains from the profile. 404 for an unknown assistant, 409 for a disabled one (unless
@@ -197,15 +215,19 @@ class SettingsStore:
         One statement (the profile joined with its overrides) on ``session`` when given (the engine
         reads the token budget on the same connection), so every turn still sees the database as it is
         now, in every process. Only the validation is remembered, keyed by what was read: the same rows
-        give the same frozen object, and a change gives other rows, hence a new object."""
+        give the same frozen object, and a change gives other rows, hence a new object. ``read``: what
+        :meth:`read_on` returned for this turn (the engine reads it on the database's reader thread with
+        the token budget), instead of reading here."""
         if not allow_disabled and not valid_id(assistant_id):
             raise NotFoundError(f"no assistant {assistant_id!r}")
-        read = await self._read_turn(assistant_id, session)
+        if read is _NOT_READ:
+            read = await self._read_turn(assistant_id, session)
         if read is None and assistant_id == DEFAULT_ASSISTANT:
             await self.assistants.ensure_default()  # a database created from the models, not migrated
             read = await self._read_turn(assistant_id, None)
         if read is None:
             raise NotFoundError(f"no assistant {assistant_id!r}")
+        assert isinstance(read, tuple)
         enabled, profile, overrides = read
         if not enabled and not allow_disabled:
             raise ConflictError(f"the assistant {assistant_id!r} is disabled")
@@ -220,20 +242,17 @@ class SettingsStore:
             self._validated[key] = settings
         return settings
 
-    async def _read_turn(
-        self, assistant_id: str, session: AsyncSession | None
-    ) -> tuple[bool, tuple[str, tuple[str, ...]], tuple[tuple[str, str], ...]] | None:
+    async def _read_turn(self, assistant_id: str, session: AsyncSession | None) -> TurnRead | None:
         """(enabled, (persona, domains), sorted (key, JSON value) overrides), or None: no such assistant."""
         if session is None:
             async with self._db.session() as s:
                 return await self._read_turn(assistant_id, s)
-        rows = (await session.execute(_TURN_READ, {"assistant_id": assistant_id})).all()
-        if not rows:
-            return None
-        first = rows[0]
-        profile = (first.system_prompt or "", tuple(first.knowledge_domains or ()))
-        overrides = tuple(sorted((r.key, json.dumps(r.value, sort_keys=True)) for r in rows if r.key in KEYS))
-        return bool(first.enabled), profile, overrides
+        return _digest((await session.execute(_TURN_READ, {"assistant_id": assistant_id})).all())
+
+    @staticmethod
+    def read_on(connection: Connection, assistant_id: str) -> TurnRead | None:
+        """What :meth:`for_turn` reads, on a synchronous connection (a job of ``Database.read``)."""
+        return _digest(_TURN_READ_DIRECT.fetch(connection, {"assistant_id": assistant_id}))
 
     def _environment(self) -> tuple[dict[str, Any], dict[str, Source]]:
         """Fresh copies of the configuration's values and sources (computed once: the configuration

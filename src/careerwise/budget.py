@@ -15,11 +15,13 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from careerwise.errors import RateLimitedError
 from careerwise.store import Database
+from careerwise.store.direct import DirectStatement
 from careerwise.store.models_budget import TokenUsage
 
 TAIPEI = ZoneInfo("Asia/Taipei")
 _USAGE = TokenUsage.__table__
 _USED = select(_USAGE.c.tokens).where(_USAGE.c.owner == bindparam("owner"), _USAGE.c.day == bindparam("day"))
+_USED_DIRECT = DirectStatement(_USED)
 
 
 def today(now: datetime | None = None) -> date:
@@ -39,11 +41,26 @@ class TokenBudget:
         value = await session.scalar(_USED, {"owner": key, "day": day or today()})
         return int(value or 0)
 
+    def used_on(self, connection: Connection, key: str) -> int:
+        """:meth:`used` for today on a synchronous connection: the engine reads it with the assistant's
+        settings in one job on the database's reader thread (``Database.read``)."""
+        rows = _USED_DIRECT.fetch(connection, {"owner": key, "day": today()})
+        return int(rows[0][0] or 0) if rows else 0
+
+    @property
+    def applies(self) -> bool:
+        """Whether there is a budget to enforce at all (0 = none: nothing is read before a turn)."""
+        return self.daily_tokens > 0
+
     async def check(self, key: str, *, session: AsyncSession | None = None) -> None:
         """RateLimitedError (429, Retry-After until midnight in Taipei) when the day's budget is spent."""
         if self.daily_tokens <= 0:
             return
-        if await self.used(key, session=session) >= self.daily_tokens:
+        self.refuse_when_spent(await self.used(key, session=session))
+
+    def refuse_when_spent(self, used: int) -> None:
+        """:meth:`check` once ``used``, today's count, has been read."""
+        if self.daily_tokens > 0 and used >= self.daily_tokens:
             now = datetime.now(TAIPEI)
             midnight = datetime.combine(now.date() + timedelta(days=1), datetime.min.time(), TAIPEI)
             raise RateLimitedError(
@@ -71,7 +88,12 @@ class TokenBudget:
         closing transaction runs as one job (``Database.write``), on SQLite in the writer thread."""
         if tokens <= 0:
             return
-        connection.execute(self._upsert, {"owner": key, "day": today(), "tokens": tokens})
+        self._upsert_direct.execute(connection, {"owner": key, "day": today(), "tokens": tokens})
+
+    @cached_property
+    def _upsert_direct(self) -> DirectStatement:
+        """:attr:`_upsert` run on the driver's cursor (store/direct.py): the writer thread's job."""
+        return DirectStatement(self._upsert)
 
     @cached_property
     def _upsert(self) -> Executable:

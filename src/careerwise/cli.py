@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
 import logging
 import os
@@ -11,6 +12,7 @@ import os
 # settings object exists. Without it the embedder and llama.cpp spin-wait and slow each other down
 # (measured: question embedding next to a 100k-chunk search 122 ms p50 without it, 39 ms with it).
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -34,6 +36,7 @@ app = typer.Typer(
     pretty_exceptions_show_locals=False,
 )
 console = Console(stderr=True)
+log = logging.getLogger("careerwise.serve")
 app.add_typer(settings_app, name="settings")
 app.add_typer(assistants_app, name="assistants")
 app.add_typer(traces_app, name="traces")
@@ -43,12 +46,54 @@ app.add_typer(users_app, name="users")
 app.command("route")(route)
 
 
+# The HTTP clients under the openai SDK log every request at INFO ("HTTP Request: POST .../chat/completions
+# 200"). Our own trace already records each LLM call with more (model, tokens, timings, outcome), and the
+# line costs its formatting and the masking filter on every call (docs/benchmarks.md, "uvloop and httptools
+# by default"): their warnings and errors still come through.
+QUIET_LOGGERS = ("httpx", "httpx2")
+
+
 def _logging(verbose: bool) -> None:
     logging.basicConfig(
         level=logging.INFO if verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    for name in QUIET_LOGGERS:
+        logging.getLogger(name).setLevel(logging.WARNING)
     install_log_masking()  # e-mails, phones, LINE ids out of every log line (tracing/masking.py)
+
+
+# The packages behind each choice of CAREERWISE_SERVER_LOOP / _HTTP that is not always there (asyncio is
+# Python's, h11 comes with uvicorn), and the setting's other choice, named in the error message.
+_SERVER_CHOICES: dict[str, tuple[str, str]] = {
+    "uvloop": ("CAREERWISE_SERVER_LOOP", "asyncio"),
+    "httptools": ("CAREERWISE_SERVER_HTTP", "h11"),
+}
+
+
+def server_stack_problem(
+    *, loop: str, http: str, load: Callable[[str], object] = importlib.import_module
+) -> str | None:
+    """Why the configured server stack cannot start, or None when it can.
+
+    Checked before uvicorn starts because uvicorn's own "auto" would quietly fall back to asyncio/h11
+    and an explicit "uvloop" would fail deep inside a worker; either way the operator would not learn
+    which stack is serving. We stop instead of falling back (decision 0012): the stack is a choice the
+    benchmarks were measured with, so it is never changed behind the operator's back. The module is
+    imported, not only looked up, so a broken install (a missing shared library) is caught too.
+    """
+    for choice in (loop, http):
+        if choice not in _SERVER_CHOICES:
+            continue
+        setting, other = _SERVER_CHOICES[choice]
+        try:
+            load(choice)
+        except ImportError as exc:
+            return (
+                f"{setting}={choice}, but {choice} cannot be imported ({exc}). Install it "
+                f"(pip install {choice}; it is one of careerwise's dependencies) or set {setting}={other}."
+            )
+    return None
 
 
 @app.command()
@@ -60,17 +105,26 @@ def serve(
     ] = 1,
 ) -> None:
     """Serve the chat page and the API."""
+    _logging(True)
+    settings = get_settings()
+    problem = server_stack_problem(loop=settings.server_loop, http=settings.server_http)
+    if problem is not None:
+        log.error("cannot serve: %s", problem)
+        raise typer.Exit(2)
+
     import uvicorn
 
     from careerwise.app import create_app
 
-    _logging(True)
-    settings = get_settings()
+    # once, here in the parent: `--workers N` passes the same two values to every worker
+    log.info("serving with loop=%s http=%s", settings.server_loop, settings.server_http)
     common = {
         "host": host or settings.host,
         "port": port or settings.port,
         "log_level": "info",
         "timeout_graceful_shutdown": 5,
+        "loop": settings.server_loop,
+        "http": settings.server_http,
     }
     if workers == 1:
         uvicorn.run(create_app(settings), **common)  # type: ignore[arg-type]
@@ -221,6 +275,12 @@ def search(
 def ingest(
     paths: Annotated[list[Path], typer.Argument(help="Files or folders (Markdown, text, HTML, PDF).")],
     prune: Annotated[bool, typer.Option(help="Delete documents that are no longer in PATHS.")] = False,
+    recentre: Annotated[
+        bool,
+        typer.Option(
+            help="PostgreSQL: recompute the language means and every centred vector (decision 0011)."
+        ),
+    ] = False,
 ) -> None:
     """Add or update documents in the knowledge base (unchanged files are skipped)."""
     from careerwise.knowledge.ingest import expand_paths, ingest_paths
@@ -241,6 +301,7 @@ def ingest(
                     paths,
                     prune=prune,
                     progress=lambda _doc: progress.advance(task),
+                    recentre=recentre,
                 )
         finally:
             await services.aclose()
@@ -248,6 +309,8 @@ def ingest(
             f"added {len(report.added)}, updated {len(report.updated)}, unchanged {len(report.unchanged)}, "
             f"deleted {len(report.deleted)}, chunks written {report.chunks_written}, version {report.version}"
         )
+        if report.centring is not None:
+            typer.echo(report.centring.describe())
         for path, problem in report.failed.items():
             typer.echo(f"failed: {path}: {problem}", err=True)
         return 1 if report.failed else 0

@@ -108,6 +108,14 @@ class Settings(BaseSettings):
         description="Once an answer's text is showing, the provider's stream is read at most once every this "
         "many milliseconds and each read's text chunks are merged (0: read every chunk as it comes).",
     )
+    stream_pace_max_ms: int = Field(
+        default=0,
+        ge=0,
+        le=5000,
+        description="Adaptive pacing (off by default, decision 0008's amendment): while the event loop is "
+        "behind (timers waking 20-200 ms late), the stream pace rises from stream_pace_ms up to this many "
+        "milliseconds (0, or not above stream_pace_ms: a fixed pace).",
+    )
     sse_coalesce_behind_ms: int = Field(
         default=50,
         ge=0,
@@ -188,6 +196,15 @@ class Settings(BaseSettings):
     # --- HTTP ----------------------------------------------------------------------------------
     host: str = "127.0.0.1"
     port: int = 8000
+    server_loop: Literal["uvloop", "asyncio"] = Field(
+        default="uvloop",
+        description="The event loop `careerwise serve` runs uvicorn on: uvloop (less CPU per streamed chunk, "
+        "decision 0012) or Python's asyncio loop. Never picked implicitly; a missing package stops the start.",
+    )
+    server_http: Literal["httptools", "h11"] = Field(
+        default="httptools",
+        description="uvicorn's HTTP/1.1 parser under `careerwise serve`: httptools (C) or h11 (pure Python).",
+    )
     max_message_chars: int = 4000
     max_history_messages: int = 40
 

@@ -19,7 +19,7 @@ from sqlalchemy import Connection, Table, bindparam, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from careerwise import prompts
-from careerwise.assistant_settings import DEFAULT_ASSISTANT, SettingsStore
+from careerwise.assistant_settings import DEFAULT_ASSISTANT, AssistantSettings, SettingsStore, TurnRead
 from careerwise.errors import (
     CareerWiseError,
     ConversationBusyError,
@@ -34,6 +34,7 @@ from careerwise.flows.base import Flow, FlowContext, FlowOptions, FlowRegistry, 
 from careerwise.llm.types import ChatMessage, LLMProvider
 from careerwise.routing.router import ContextualRouter, RouteDecision, Router
 from careerwise.store import Conversation, Database, Message, Trace, as_utc
+from careerwise.store.direct import DirectStatement
 from careerwise.store.models import new_id
 from careerwise.tools.registry import ToolRegistry
 from careerwise.tracing.llm_calls import ROUTING_SINK, ObservedProvider
@@ -50,16 +51,29 @@ log = logging.getLogger(__name__)
 _CONVERSATIONS = cast(Table, Conversation.__table__)
 _MESSAGES = cast(Table, Message.__table__)
 _TRACES = cast(Table, Trace.__table__)
-# built once: a statement object remembers its cache key, so each execution skips building and keying it
-_INSERT_CONVERSATION = insert(_CONVERSATIONS)
-_INSERT_MESSAGE = insert(_MESSAGES)
-_INSERT_TRACE = insert(_TRACES)
-_TOUCH_CONVERSATION = update(_CONVERSATIONS).where(  # the caller's (or an anonymous) conversation only
-    _CONVERSATIONS.c.id == bindparam("conv"),
-    or_(_CONVERSATIONS.c.user_id.is_(None), _CONVERSATIONS.c.user_id == bindparam("caller")),
+# the turn's writes, compiled once per dialect and run on the driver's cursor (store/direct.py): on the
+# writer threads, SQLAlchemy's per-execution work was most of a job's CPU
+_INSERT_CONVERSATION = DirectStatement(insert(_CONVERSATIONS))
+_INSERT_MESSAGE = DirectStatement(insert(_MESSAGES))
+_INSERT_TRACE = DirectStatement(insert(_TRACES))
+_TOUCH_CONVERSATION = DirectStatement(  # the caller's (or an anonymous) conversation only
+    update(_CONVERSATIONS).where(
+        _CONVERSATIONS.c.id == bindparam("conv"),
+        or_(_CONVERSATIONS.c.user_id.is_(None), _CONVERSATIONS.c.user_id == bindparam("caller")),
+    )
 )
-_FINISH_REPLY = update(_MESSAGES).where(_MESSAGES.c.id == bindparam("reply"))
-_FINISH_TRACE = update(_TRACES).where(_TRACES.c.id == bindparam("trace"))
+_FINISH_REPLY = DirectStatement(update(_MESSAGES).where(_MESSAGES.c.id == bindparam("reply")))
+_FINISH_TRACE = DirectStatement(update(_TRACES).where(_TRACES.c.id == bindparam("trace")))
+_INSERT_ROWS: dict[Table, DirectStatement] = {}  # the trace's row tables (TraceRecorder.batches)
+
+
+def _insert_rows(table: Table) -> DirectStatement:
+    found = _INSERT_ROWS.get(table)
+    if found is None:
+        found = _INSERT_ROWS.setdefault(table, DirectStatement(insert(table)))
+    return found
+
+
 _HISTORY = (
     select(_MESSAGES.c.role, _MESSAGES.c.content)
     .where(
@@ -75,8 +89,8 @@ _HISTORY = (
 def _abandon_opening(connection: Connection, opened: _Opened) -> None:
     """The turn's opening committed after its caller had gone (a client that disconnected while it was
     being stored): close the reply and the trace as cancelled, so the conversation is not left busy."""
-    connection.execute(_FINISH_REPLY, {"reply": opened.assistant_message_id, "status": "cancelled"})
-    connection.execute(_FINISH_TRACE, {"trace": opened.trace_id, "status": "cancelled"})
+    _FINISH_REPLY.execute(connection, {"reply": opened.assistant_message_id, "status": "cancelled"})
+    _FINISH_TRACE.execute(connection, {"trace": opened.trace_id, "status": "cancelled"})
 
 
 @dataclass(frozen=True)
@@ -236,18 +250,17 @@ class Engine:
         def store(connection: Connection) -> _Opened:
             """The transaction, all of it in one job: on SQLite one hand-off to the writer thread."""
             if conversation is None:
-                touched = connection.execute(_TOUCH_CONVERSATION, touch)
-                if touched.rowcount != 1:  # unknown, or someone else's
+                if _TOUCH_CONVERSATION.execute(connection, touch) != 1:  # unknown, or someone else's
                     raise NotFoundError(f"conversation {req.conversation_id} does not exist")
             else:
-                connection.execute(_INSERT_CONVERSATION, conversation)
+                _INSERT_CONVERSATION.execute(connection, conversation)
             try:
-                connection.execute(_INSERT_MESSAGE, messages)
+                _INSERT_MESSAGE.execute(connection, messages)
             except IntegrityError as exc:  # uq_messages_one_pending: another turn is answering
                 raise ConversationBusyError(
                     "a reply is still being written in this conversation; wait for it to finish"
                 ) from exc
-            connection.execute(_INSERT_TRACE, trace)
+            _INSERT_TRACE.execute(connection, trace)
             return opened
 
         return await self.db.write(store, name="turn opening", undo=_abandon_opening)
@@ -283,12 +296,7 @@ class Engine:
                 "a reply is still being written in this conversation; wait for it to finish"
             )
         owner = req.budget_owner
-        async with self.db.session(autocommit=True) as s:  # the turn's two reads on one connection
-            if self.budget is not None and owner is not None:
-                await self.budget.check(owner, session=s)  # 429 before anything is stored or sent
-            # fresh every turn: no restart needed; an unknown (404) or disabled (409) assistant stores
-            # nothing
-            assistant = await self.settings_store.for_turn(req.assistant, session=s)
+        assistant = await self._pre_turn(req, owner)
         provider = (
             self.pick_provider(assistant.llm_provider, assistant.llm_model)
             if self.pick_provider
@@ -405,6 +413,26 @@ class Engine:
             finally:
                 observer.finish(TurnEnd(status=status, flow=flow_name, path=state.path))
 
+    async def _pre_turn(self, req: TurnRequest, owner: str | None) -> AssistantSettings:
+        """The turn's reads before anything is stored or sent, fresh every turn (a change made in
+        another process applies from the next turn on): the day's token count (429 when spent; not read
+        when no budget applies) and the assistant with its settings (an unknown one 404, a disabled one
+        409). One job on the database's reader thread: one hand-off instead of two statements through
+        the async session (docs/benchmarks.md, "The database's share of a turn")."""
+        budget = (
+            self.budget if self.budget is not None and owner is not None and self.budget.applies else None
+        )
+        assistant_id = req.assistant
+
+        def read(connection: Connection) -> tuple[int, TurnRead | None]:
+            used = budget.used_on(connection, owner) if budget is not None and owner is not None else 0
+            return used, SettingsStore.read_on(connection, assistant_id)
+
+        used, found = await self.db.read(read, name="turn reads")
+        if budget is not None:
+            budget.refuse_when_spent(used)
+        return await self.settings_store.for_turn(assistant_id, read=found)
+
     def _spend(self, owner: str | None, state: TurnState) -> tuple[str, int] | None:
         """Whose budget this turn's tokens count against, and how many; None when nothing is counted."""
         if self.budget is None or owner is None:
@@ -476,12 +504,12 @@ class Engine:
 
         def store(connection: Connection) -> None:
             """The transaction, all of it in one job: on SQLite one hand-off to the writer thread."""
-            stored = connection.execute(_FINISH_REPLY, reply)
-            connection.execute(_FINISH_TRACE, {"trace": trace_id, **trace_values})
-            if stored.rowcount != 1:
+            stored = _FINISH_REPLY.execute(connection, reply)
+            _FINISH_TRACE.execute(connection, {"trace": trace_id, **trace_values})
+            if stored != 1:
                 raise LookupError(f"the pending reply {asst_id} is gone")
             for table, rows in batches:
-                connection.execute(insert(table), rows)
+                _insert_rows(table).execute(connection, rows)
             if budget is not None and spend is not None:
                 # last, so a row lock on the owner's day (PostgreSQL) is held only until the commit
                 budget.add_on(connection, *spend)

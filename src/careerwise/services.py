@@ -42,6 +42,7 @@ from careerwise.knowledge.ingest import IngestReport, ingest_paths
 from careerwise.knowledge.service import BUNDLED_CORPUS, KnowledgeBase
 from careerwise.llm.canary import CanaryGuard
 from careerwise.llm.types import CompletionRequest, LLMProvider, StreamChunk
+from careerwise.loadwatch import stream_pace
 from careerwise.ratelimit import Limiter, make_limiter
 from careerwise.resume import ExtractLimits, ResumeService
 from careerwise.routing.cascade import CascadeRouter
@@ -99,6 +100,7 @@ class ProviderRegistry:
         self._given = default  # a provider passed in (tests, benchmarks) serves the default selection
         self._probes: dict[str, tuple[float, dict[str, Any]]] = {}
         self._probing: dict[str, asyncio.Lock] = {}
+        self.stream_pace = stream_pace(settings)  # one per process: every remote provider reads it
 
     @property
     def default(self) -> LLMProvider:
@@ -159,7 +161,7 @@ class ProviderRegistry:
             connect_timeout=s.llm_connect_timeout,
             read_timeout=s.llm_read_timeout,
             http_client=s.llm_http_client,
-            stream_pace=s.stream_pace_ms / 1000,
+            stream_pace=self.stream_pace,
         )
 
     def build(self, name: str, model: str) -> LLMProvider:
@@ -191,6 +193,7 @@ class ProviderRegistry:
     async def aclose(self) -> None:
         for provider in self._built.values():
             await provider.aclose()
+        await self.stream_pace.aclose()  # the loop-lag probe's task, if one runs
 
     async def probe(self, name: str, *, seconds: float) -> dict[str, Any]:
         """Whether the provider answers, cheaply: ``GET {base_url}/models`` (no tokens spent) for a server,
@@ -441,9 +444,13 @@ def build_services(
         ),
     )
     engine.telemetry.metrics.watch_caches(kb.cache_stats)
+    providers.stream_pace.export_to(engine.telemetry.metrics.registry)
     writer = db.writer
     if writer is not None:
         engine.telemetry.metrics.watch_writes(writer.counts)
+    reader = db.reader
+    if reader is not None:
+        engine.telemetry.metrics.watch_reads(reader.counts)
     if answer_cache is not None:
         engine.telemetry.metrics.watch_caches(lambda: [answer_cache.stats()])
     accounts = AccountService(db, session_secret(settings), timedelta(days=settings.session_days))

@@ -5,11 +5,13 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
+from typing import Any
 
+import pytest
 from sqlalchemy import select
 
 from careerwise.store import Database, Message, Trace
-from tests.conftest import LiveServer, client
+from tests.conftest import SERVER_STACKS, LiveServer, client
 from tests.fakes.fake_llm import FakeLLM, text
 
 
@@ -38,11 +40,12 @@ def _stored(server: LiveServer) -> tuple[list[tuple[str, str, str]], list[str]]:
     return asyncio.run(run())
 
 
+@pytest.mark.parametrize("stack", SERVER_STACKS)  # the client's leaving is seen by the HTTP protocol
 def test_disconnect_cancels_upstream_and_stores_what_was_shown(
-    fake_llm: FakeLLM, live_server: Callable[..., LiveServer]
+    fake_llm: FakeLLM, live_server: Callable[..., LiveServer], stack: dict[str, Any]
 ) -> None:
     fake_llm.script(text("這是一段很長的回答。" * 40, chunk_size=2, delay=0.05))
-    server = live_server()
+    server = live_server(**stack)
     with client(server) as c, c.stream("POST", "/api/chat", json={"message": "面試要怎麼準備"}) as r:
         seen = 0
         for line in r.iter_lines():

@@ -198,6 +198,30 @@ def test_the_writer_threads_writes_and_failures_are_exported(
     asyncio.run(run_failing())  # the writer thread answers whichever loop asked
     after = scrape(server)
     assert value(after, "careerwise_database_write_failures_total", job="test_job") == 1
+
+
+def test_reader_thread_reads_and_failures_are_counted(
+    fake_llm: FakeLLM, live_server: Callable[..., LiveServer]
+) -> None:
+    """A turn's pre-turn read (settings, budget) is a reader-thread job; a failed read counts by name."""
+    server = live_server()
+    fake_llm.script(text("先做功課。"))
+    with client(server) as c:
+        assert c.post("/api/chat", json={"message": "怎麼談薪水？"}).status_code == 200
+    before = scrape(server)
+    assert value(before, "careerwise_database_reads_total") >= 1
+    assert value(before, "careerwise_database_read_failures_total") == 0
+
+    def failing(connection: Connection) -> None:
+        raise RuntimeError("broken read")
+
+    async def run_failing() -> None:
+        with pytest.raises(RuntimeError):
+            await server.services.db.read(failing, name="test_read")
+
+    asyncio.run(run_failing())
+    after = scrape(server)
+    assert value(after, "careerwise_database_read_failures_total", job="test_read") == 1
     assert value(after, "careerwise_database_writes_total") == value(
         before, "careerwise_database_writes_total"
     )

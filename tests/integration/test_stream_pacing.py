@@ -7,6 +7,8 @@ stream by having fewer, larger deltas carrying the same text.
 
 from __future__ import annotations
 
+import asyncio
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -16,6 +18,7 @@ import pytest
 from careerwise.errors import LLMTimeoutError
 from careerwise.llm.openai_provider import OpenAIProvider, _flow_control
 from careerwise.llm.types import ChatMessage, CompletionRequest, StreamChunk, StreamPacing, ToolSpec
+from careerwise.loadwatch import StreamPace
 from tests.conftest import LiveServer, client, parse_sse
 from tests.fakes.fake_llm import Call, FakeLLM, stall, text, tool_calls
 from tests.integration.test_disconnect import _stored, _wait_for
@@ -27,7 +30,7 @@ SEARCH = ToolSpec(
 )
 
 
-def _provider(fake: FakeLLM, *, pace: float, http_client: Any = "aiohttp") -> OpenAIProvider:
+def _provider(fake: FakeLLM, *, pace: float | StreamPace, http_client: Any = "aiohttp") -> OpenAIProvider:
     return OpenAIProvider(
         base_url=fake.base_url,
         api_key="x",
@@ -229,3 +232,103 @@ async def test_the_sdk_aiohttp_connection_can_be_paused(fake_llm: FakeLLM) -> No
                 pass
     finally:
         await sdk.close()
+
+
+# --------------------------------------------------------------------------- adaptive pace (the amendment)
+# The loop's lag is given to the pace directly (``observe``, no probe): no assertion reads a clock.
+
+
+def _behind(base: float, cap: float) -> StreamPace:
+    pace = StreamPace(base=base, cap=cap)
+    pace.observe(5.0, now=0.0)  # five seconds behind: far past the threshold where the cap applies
+    assert pace.current() == cap
+    return pace
+
+
+async def test_an_adaptive_pace_reads_at_its_cap_while_behind_and_at_the_base_after(
+    fake_llm: FakeLLM,
+) -> None:
+    fake_llm.script(text(ANSWER, chunk_size=2, delay=0.005), text(ANSWER, chunk_size=2, delay=0.005))
+    pace = _behind(0.05, 0.3)
+    behind = StreamPacing()
+    chunks, waits = await _collect(_provider(fake_llm, pace=pace), behind, activate_after=3)
+    texts = [c.text for c in chunks if c.text]
+    assert texts[:3] == PIECES[:3] and waits[:3] == [0, 0, 0]  # the first text is not held
+    assert _text(chunks) == ANSWER and chunks[-1].usage is not None  # the same text, order kept
+    assert behind.waits >= 1 and behind.last_pace == 0.3
+    pace.observe(0.0, now=60.0)  # the backlog is gone: the estimate has decayed to nothing
+    assert pace.current() == 0.05
+    calm = StreamPacing()
+    chunks, _ = await _collect(_provider(fake_llm, pace=pace), calm, activate_after=3)
+    assert _text(chunks) == ANSWER and calm.waits >= 1 and calm.last_pace == 0.05
+
+
+async def test_a_cancel_during_an_adaptive_wait_closes_the_upstream(fake_llm: FakeLLM) -> None:
+    # the provider's whole reply (40 chunks 20 ms apart) fits well inside one capped wait: the upstream
+    # is closed early only if the cancellation cuts the wait short and closes the response
+    fake_llm.script(text(ANSWER, chunk_size=2, delay=0.02))
+    pacing = StreamPacing()
+    got: list[StreamChunk] = []
+    task = asyncio.create_task(
+        _collect_into(_provider(fake_llm, pace=_behind(0.05, 30.0)), pacing, got), name="paced-consumer"
+    )
+    assert await _until(lambda: pacing.waits >= 1)  # the first text is in, the provider is waiting
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert await _until(lambda: fake_llm.closed_early == 1 and fake_llm.open_streams == 0)
+    assert got and ANSWER.startswith(_text(got)) and len(_text(got)) < len(ANSWER)
+    assert pacing.last_pace == 30.0
+
+
+async def _collect_into(provider: OpenAIProvider, pacing: StreamPacing, got: list[StreamChunk]) -> None:
+    request = CompletionRequest(messages=[ChatMessage("user", "面試要怎麼準備")], pacing=pacing)
+    try:
+        async for chunk in provider.stream(request):
+            got.append(chunk)
+            if chunk.text:
+                pacing.activate()
+    finally:
+        await provider.aclose()
+
+
+async def _until(predicate: Callable[[], bool]) -> bool:
+    """Polls for an outcome (another thread's, the fake's); the bound only stops a broken test hanging."""
+    for _ in range(1000):  # 20 s at most
+        if predicate():
+            return True
+        await asyncio.sleep(0.02)
+    return predicate()
+
+
+def _gauge(metrics: str, name: str) -> float:
+    found = re.search(rf"^{name} (\S+)$", metrics, re.MULTILINE)
+    assert found, f"{name} is not in /metrics"
+    return float(found.group(1))
+
+
+def test_with_adaptive_pacing_on_a_chat_streams_the_same_text_and_shows_its_pace(
+    fake_llm: FakeLLM, live_server: Callable[..., LiveServer]
+) -> None:
+    fake_llm.script(text(ANSWER, chunk_size=2, delay=0.005))
+    server = live_server(stream_pace_ms=50, stream_pace_max_ms=400, sse_coalesce_behind_ms=0)
+    assert server.services.providers.stream_pace.adaptive
+    events = _chat(server)
+    deltas = _deltas(events)
+    assert "".join(deltas) == ANSWER and deltas[:3] == PIECES[:3]
+    assert dict(events)["done"]["status"] == "ok"
+    with client(server) as c:
+        metrics = c.get("/metrics").text
+    assert 0.05 <= _gauge(metrics, "careerwise_stream_pace_seconds") <= 0.4
+    assert _gauge(metrics, "careerwise_event_loop_lag_seconds") >= 0.0
+
+
+def test_with_adaptive_pacing_off_the_pace_gauge_is_the_fixed_pace(
+    fake_llm: FakeLLM, live_server: Callable[..., LiveServer]
+) -> None:
+    server = live_server(stream_pace_ms=100, stream_pace_max_ms=0)
+    pace = server.services.providers.stream_pace
+    assert not pace.adaptive and pace.current() == 0.1
+    with client(server) as c:
+        metrics = c.get("/metrics").text
+    assert _gauge(metrics, "careerwise_stream_pace_seconds") == 0.1

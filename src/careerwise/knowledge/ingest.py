@@ -17,11 +17,13 @@ from careerwise.knowledge.chunking import chunk_document, embedding_text
 from careerwise.knowledge.documents import MAX_TITLE_CHARS, SUPPORTED_SUFFIXES, SourceDocument, load_document
 from careerwise.knowledge.embeddings import Embedder
 from careerwise.knowledge.lexical import TOKENIZER_VERSION, chunk_text, token_string
+from careerwise.knowledge.pg_centring import CENTRING_TOLERANCE, CentringSync, sync_centring
 from careerwise.knowledge.pg_index import SET_VECTOR, pgvector_applies, vector_rows
 from careerwise.store import Chunk, Database, Document, KnowledgeMeta
 
 log = logging.getLogger(__name__)
 VERSION_KEY = "version"
+CENTRING_ENTRY = "(centred vectors)"  # IngestReport.failed key when sync_centring fails
 TOKENIZER_KEY = "lexical_tokenizer"  # the lexical.TOKENIZER_VERSION that stored chunks' tokens follow
 
 
@@ -34,10 +36,14 @@ class IngestReport:
     failed: dict[str, str] = field(default_factory=dict)
     chunks_written: int = 0
     version: str | None = None
+    centring: CentringSync | None = None  # PostgreSQL: what happened to the centred vectors
 
     @property
     def changed(self) -> bool:
-        return bool(self.added or self.updated or self.deleted)
+        """Whether the search index must reload: documents changed, or (PostgreSQL) the centring means
+        did, since the loaded index scores with the means it read."""
+        rebuilt = self.centring is not None and self.centring.action == "rebuilt"
+        return bool(self.added or self.updated or self.deleted or rebuilt)
 
 
 def expand_paths(paths: Iterable[Path]) -> tuple[list[tuple[Path, Path]], dict[str, str]]:
@@ -69,9 +75,15 @@ async def ingest_paths(
     *,
     prune: bool = False,
     progress: Callable[[str], None] | None = None,
+    recentre: bool = False,
+    centring_tolerance: float = CENTRING_TOLERANCE,
 ) -> IngestReport:
     """Every file is reported on its own: one that cannot be read, or whose embedding or write fails,
-    lands in ``failed`` (path -> problem) and the others still go in."""
+    lands in ``failed`` (path -> problem) and the others still go in.
+
+    On PostgreSQL the language-centred vectors are brought up to date at the end
+    (``pg_centring.sync_centring``: new chunks centred with the stored means, or every chunk with new
+    means when they moved beyond ``centring_tolerance``; ``recentre`` forces the latter)."""
     report = IngestReport()
     files, problems = expand_paths(paths)
     report.failed.update(problems)
@@ -128,6 +140,16 @@ async def ingest_paths(
                 await s.execute(delete(Chunk).where(Chunk.document_id.in_(stale)))
                 await s.execute(delete(Document).where(Document.id.in_(stale)))
             report.deleted.extend(stale)
+    if pgvector_applies(db, embedder.dim):
+        try:
+            report.centring = await asyncio.to_thread(
+                lambda: sync_centring(
+                    db.blocking_engine(), embedder.name, tolerance=centring_tolerance, force=recentre
+                )
+            )
+        except SQLAlchemyError as exc:  # the documents are in; the next load centres what is missing
+            log.exception("ingest: could not update the centred vectors")
+            report.failed[CENTRING_ENTRY] = f"centred vectors not updated ({type(exc).__name__}: {exc})"
     if report.changed:
         report.version = await bump_version(db)
     else:

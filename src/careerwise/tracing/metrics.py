@@ -186,8 +186,17 @@ class Metrics:
         closing), read at scrape time: ``careerwise_database_writes_total`` and
         ``careerwise_database_write_failures_total{job}``. One source: the process's database."""
         if getattr(self, "_writes", None) is None:
-            self._writes = _WriteCollector(source)
+            self._writes = _JobCollector(
+                source, "write", "Write jobs committed by the database writer threads."
+            )
             self.registry.register(self._writes)
+
+    def watch_reads(self, source: Callable[[], tuple[int, dict[str, int]]]) -> None:
+        """The reader threads' counts (``Database.read``: a turn's budget and settings read), read at
+        scrape time: ``careerwise_database_reads_total`` and ``careerwise_database_read_failures_total{job}``."""
+        if getattr(self, "_reads", None) is None:
+            self._reads = _JobCollector(source, "read", "Read jobs done by the database reader threads.")
+            self.registry.register(self._reads)
 
     def turn_sink(self, start: TurnStart) -> MetricsTurn:
         return MetricsTurn(self, start)
@@ -245,23 +254,23 @@ class _CacheCollector(Collector):
         yield gauge
 
 
-class _WriteCollector(Collector):
-    """The writer threads count with plain integers under their own lock; this reads them when /metrics
-    is scraped. A failed write is also raised to the turn that asked for it (and counted there)."""
+class _JobCollector(Collector):
+    """The writer and reader threads count with plain integers under their own lock; this reads them
+    when /metrics is scraped. A failed job is also raised to the turn that asked for it."""
 
-    def __init__(self, source: Callable[[], tuple[int, dict[str, int]]]) -> None:
+    def __init__(self, source: Callable[[], tuple[int, dict[str, int]]], kind: str, help_done: str) -> None:
         self.source = source
+        self.kind = kind
+        self.help_done = help_done
 
     def collect(self) -> Iterator[Metric]:
         done, failures = self.source()
-        writes = CounterMetricFamily(
-            "careerwise_database_writes", "Write jobs committed by the database writer threads."
-        )
-        writes.add_metric([], done)
-        yield writes
+        jobs = CounterMetricFamily(f"careerwise_database_{self.kind}s", self.help_done)
+        jobs.add_metric([], done)
+        yield jobs
         failed = CounterMetricFamily(
-            "careerwise_database_write_failures",
-            "Write jobs that failed and were rolled back (logged), by job.",
+            f"careerwise_database_{self.kind}_failures",
+            f"{self.kind.capitalize()} jobs that failed (logged; a write is rolled back), by job.",
             labels=["job"],
         )
         for job, n in sorted(failures.items()):

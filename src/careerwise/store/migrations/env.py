@@ -10,8 +10,18 @@ from careerwise.store.models import Base
 config = context.config
 target_metadata = Base.metadata
 
-# Made by migration 0003 on PostgreSQL only and not in the models: autogenerate must not drop them.
-_PGVECTOR_OBJECTS = frozenset({"embedding_vec", "ix_chunks_embedding_vec_hnsw"})
+# Made by migrations 0003 and 0015 on PostgreSQL only and not in the models: autogenerate must not
+# drop them.
+_PGVECTOR_OBJECTS = frozenset(
+    {
+        "embedding_vec",
+        "ix_chunks_embedding_vec_hnsw",
+        "centred_vec",
+        "centring_lang",
+        "ix_chunks_centred_vec_hnsw",
+        "knowledge_centring",
+    }
+)
 
 
 def _include_object(obj: object, name: str | None, type_: str, reflected: bool, compare_to: object) -> bool:
