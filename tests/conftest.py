@@ -116,6 +116,9 @@ def make_settings(tmp_path: Path, corpus_db: Path, fake_llm: FakeLLM) -> Setting
             # paced reads merge text by timing: tests that compare or count deltas need every chunk as it
             # comes; tests/integration/test_stream_pacing.py turns pacing on
             "stream_pace_ms": 0,
+            # gc.freeze is process-wide: an app started per test would freeze the previous tests' objects
+            # for the rest of the run; tests/integration/test_gc_freeze.py turns it on
+            "gc_freeze": False,
         }
         values.update(overrides)
         return Settings(_env_file=None, **values)  # type: ignore[call-arg]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -30,7 +31,7 @@ from careerwise.api import (
 )
 from careerwise.api.security_headers import SecurityHeaders
 from careerwise.config import Settings, get_settings
-from careerwise.memory import IdleTrimmer, RequestsInFlight, glibc, limit_arenas
+from careerwise.memory import IdleTrimmer, RequestsInFlight, freeze_heap, glibc, limit_arenas
 from careerwise.services import Services, build_services
 from careerwise.tracing.masking import install_log_masking
 
@@ -55,6 +56,9 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
         trimmer.export_to(svc.engine.telemetry.metrics.registry)
         install_log_masking()  # the root logger's handlers, as uvicorn's workers configured them
         await svc.prepare_knowledge()
+        frozen = settings.gc_freeze
+        if frozen:
+            log.info("memory: %d start-up objects frozen out of the garbage collector's walks", freeze_heap())
         if trimmer.enabled:
             trimmer.trim_now()  # what loading the index and embedding the routing examples freed
         warm = getattr(svc.provider, "warm", None)
@@ -68,6 +72,8 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
                 warm_task.cancel()
             trimmer.cancel()
             await svc.aclose()
+            if frozen:
+                gc.unfreeze()  # an app built again in this process (tests) starts from a normal heap
 
     app = FastAPI(title="CareerWise", version=__version__, lifespan=lifespan)
     errors.install(app)

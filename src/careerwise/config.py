@@ -277,6 +277,12 @@ class Settings(BaseSettings):
         description="Seconds with no request in flight before freed memory is returned to the OS "
         "(malloc_trim); 0 = never.",
     )
+    gc_freeze: bool = Field(
+        default=True,
+        description="After start-up (services built, knowledge base loaded) collect once and move every "
+        "object then alive out of the garbage collector's reach (gc.freeze), so a full collection during "
+        "a burst walks only what was allocated since.",
+    )
 
     @model_validator(mode="after")
     def _refuse_unsafe(self) -> Settings:
