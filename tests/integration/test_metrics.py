@@ -176,52 +176,34 @@ def test_a_sink_that_raises_is_counted_and_the_others_carry_on() -> None:
     assert value(samples, "careerwise_errors_total", code="internal_error") == 1
 
 
-def test_the_writer_threads_writes_and_failures_are_exported(
-    fake_llm: FakeLLM, live_server: Callable[..., LiveServer]
+@pytest.mark.parametrize(
+    ("kind", "done_after_a_turn"),
+    [("write", 2), ("read", 1)],  # the turn's opening and closing; its pre-turn read (settings, budget)
+)
+def test_the_database_threads_jobs_and_failures_are_exported(
+    fake_llm: FakeLLM, live_server: Callable[..., LiveServer], kind: str, done_after_a_turn: int
 ) -> None:
-    """A turn's opening and closing are writer-thread jobs; a job that fails is counted by its name."""
+    """A turn's writes and its pre-turn read are jobs of the writer and reader threads; a job that
+    fails is counted by its name, and counts as done nowhere."""
     server = live_server()
     fake_llm.script(text("先做功課。"))
     with client(server) as c:
         assert c.post("/api/chat", json={"message": "怎麼談薪水？"}).status_code == 200
     before = scrape(server)
-    assert value(before, "careerwise_database_writes_total") >= 2
-    assert value(before, "careerwise_database_write_failures_total") == 0
+    assert value(before, f"careerwise_database_{kind}s_total") >= done_after_a_turn
+    assert value(before, f"careerwise_database_{kind}_failures_total") == 0
 
     def failing(connection: Connection) -> None:
         raise RuntimeError("broken job")
 
     async def run_failing() -> None:
+        run = server.services.db.write if kind == "write" else server.services.db.read
         with pytest.raises(RuntimeError):
-            await server.services.db.write(failing, name="test_job")
+            await run(failing, name="test_job")
 
-    asyncio.run(run_failing())  # the writer thread answers whichever loop asked
+    asyncio.run(run_failing())  # the thread answers whichever loop asked
     after = scrape(server)
-    assert value(after, "careerwise_database_write_failures_total", job="test_job") == 1
-
-
-def test_reader_thread_reads_and_failures_are_counted(
-    fake_llm: FakeLLM, live_server: Callable[..., LiveServer]
-) -> None:
-    """A turn's pre-turn read (settings, budget) is a reader-thread job; a failed read counts by name."""
-    server = live_server()
-    fake_llm.script(text("先做功課。"))
-    with client(server) as c:
-        assert c.post("/api/chat", json={"message": "怎麼談薪水？"}).status_code == 200
-    before = scrape(server)
-    assert value(before, "careerwise_database_reads_total") >= 1
-    assert value(before, "careerwise_database_read_failures_total") == 0
-
-    def failing(connection: Connection) -> None:
-        raise RuntimeError("broken read")
-
-    async def run_failing() -> None:
-        with pytest.raises(RuntimeError):
-            await server.services.db.read(failing, name="test_read")
-
-    asyncio.run(run_failing())
-    after = scrape(server)
-    assert value(after, "careerwise_database_read_failures_total", job="test_read") == 1
-    assert value(after, "careerwise_database_writes_total") == value(
-        before, "careerwise_database_writes_total"
+    assert value(after, f"careerwise_database_{kind}_failures_total", job="test_job") == 1
+    assert value(after, f"careerwise_database_{kind}s_total") == value(
+        before, f"careerwise_database_{kind}s_total"
     )
