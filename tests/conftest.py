@@ -119,6 +119,7 @@ def make_settings(tmp_path: Path, corpus_db: Path, fake_llm: FakeLLM) -> Setting
             # gc.freeze is process-wide: an app started per test would freeze the previous tests' objects
             # for the rest of the run; tests/integration/test_gc_freeze.py turns it on
             "gc_freeze": False,
+            "gc_gen2_threshold": 0,
         }
         values.update(overrides)
         return Settings(_env_file=None, **values)  # type: ignore[call-arg]

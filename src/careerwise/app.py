@@ -31,7 +31,14 @@ from careerwise.api import (
 )
 from careerwise.api.security_headers import SecurityHeaders
 from careerwise.config import Settings, get_settings
-from careerwise.memory import IdleTrimmer, RequestsInFlight, freeze_heap, glibc, limit_arenas
+from careerwise.memory import (
+    IdleTrimmer,
+    RequestsInFlight,
+    freeze_heap,
+    glibc,
+    limit_arenas,
+    space_full_collections,
+)
 from careerwise.services import Services, build_services
 from careerwise.tracing.masking import install_log_masking
 
@@ -59,6 +66,9 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
         frozen = settings.gc_freeze
         if frozen:
             log.info("memory: %d start-up objects frozen out of the garbage collector's walks", freeze_heap())
+        thresholds = (
+            space_full_collections(settings.gc_gen2_threshold) if settings.gc_gen2_threshold else None
+        )
         if trimmer.enabled:
             trimmer.trim_now()  # what loading the index and embedding the routing examples freed
         warm = getattr(svc.provider, "warm", None)
@@ -74,6 +84,8 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
             await svc.aclose()
             if frozen:
                 gc.unfreeze()  # an app built again in this process (tests) starts from a normal heap
+            if thresholds is not None:
+                gc.set_threshold(*thresholds)
 
     app = FastAPI(title="CareerWise", version=__version__, lifespan=lifespan)
     errors.install(app)

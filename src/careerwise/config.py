@@ -283,6 +283,12 @@ class Settings(BaseSettings):
         "object then alive out of the garbage collector's reach (gc.freeze), so a full collection during "
         "a burst walks only what was allocated since.",
     )
+    gc_gen2_threshold: int = Field(
+        default=100,
+        ge=0,
+        description="CPython's third collection threshold while serving: a full collection at most once "
+        "every this many generation-1 collections (CPython's default 10); 0 = leave CPython's.",
+    )
 
     @model_validator(mode="after")
     def _refuse_unsafe(self) -> Settings:

@@ -201,6 +201,17 @@ class RequestsInFlight:
             self.trimmer.finished()
 
 
+def space_full_collections(every: int) -> tuple[int, int, int]:
+    """Full (generation-2) collections at most once every ``every`` generation-1 collections instead of
+    CPython's 10 (``gc.set_threshold``'s third value); returns the thresholds before, to restore. After
+    ``freeze_heap`` the generation-2 heap is small, and CPython's other condition for a full collection
+    (a quarter more long-lived objects than at the last one) then holds almost always: a burst's own
+    objects brought one 36-66 ms collection per 200-stream burst (docs/benchmarks.md)."""
+    before = gc.get_threshold()
+    gc.set_threshold(before[0], before[1], every)
+    return before
+
+
 def freeze_heap() -> int:
     """Collect once, then freeze what is alive (see the module's docstring); returns how many objects
     the collector now skips. Undone by ``gc.unfreeze()`` when the app shuts down."""

@@ -20,7 +20,9 @@ def test_the_start_up_heap_is_frozen_while_serving_and_released_at_shutdown(
     fake_llm: FakeLLM, live_server: Callable[..., LiveServer]
 ) -> None:
     assert gc.get_freeze_count() == 0
-    server = live_server(gc_freeze=True)
+    thresholds = gc.get_threshold()
+    server = live_server(gc_freeze=True, gc_gen2_threshold=thresholds[2] + 90)
+    assert gc.get_threshold() == (thresholds[0], thresholds[1], thresholds[2] + 90)
     frozen = gc.get_freeze_count()
     assert frozen > 10_000  # the app, its services and the loaded knowledge base, not a handful
     fake_llm.script(text("先做功課。"))
@@ -33,8 +35,11 @@ def test_the_start_up_heap_is_frozen_while_serving_and_released_at_shutdown(
     assert 0 < gc.get_freeze_count() <= frozen
     server.stop()
     assert gc.get_freeze_count() == 0
+    assert gc.get_threshold() == thresholds
 
 
 def test_no_freeze_when_turned_off(live_server: Callable[..., LiveServer]) -> None:
-    live_server(gc_freeze=False)
+    thresholds = gc.get_threshold()
+    live_server(gc_freeze=False, gc_gen2_threshold=0)
     assert gc.get_freeze_count() == 0
+    assert gc.get_threshold() == thresholds
