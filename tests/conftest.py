@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import socket
 import threading
@@ -197,6 +198,28 @@ class LiveServer:
         self.server.should_exit = True
         self.thread.join(timeout=10)
         self._sock.close()
+
+
+def free_port() -> int:
+    """A free TCP port on 127.0.0.1 for a server a test starts in a process of its own."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def serve_env(data_dir: Path, llm_base_url: str, **settings: str) -> dict[str, str]:
+    """The environment of a `careerwise serve` subprocess in a test: this process's, minus any
+    CAREERWISE_/PROMETHEUS_ variable, plus the test settings and ``settings`` (CAREERWISE_* names)."""
+    return {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("CAREERWISE_", "PROMETHEUS_"))},
+        "CAREERWISE_ENVIRONMENT": "test",
+        "CAREERWISE_DATA_DIR": str(data_dir),
+        "CAREERWISE_LLM_BASE_URL": llm_base_url,
+        "CAREERWISE_LLM_MODEL": "fake-model",
+        "CAREERWISE_ROUTING_LLM": "false",
+        "CAREERWISE_ANONYMOUS_CHAT_PER_MINUTE": "0",
+        **settings,
+    }
 
 
 # live_server(**stack) for tests about the HTTP layer (headers, framing, disconnects, refused bodies): the

@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -19,15 +18,10 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests.conftest import free_port, serve_env
 from tests.fakes.fake_llm import FakeLLM
 
 READYZ = "/readyz"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.fixture
@@ -39,16 +33,7 @@ def two_workers(tmp_path: Path, corpus_db: Path, fake_llm: FakeLLM) -> Iterator[
     stale.mkdir()
     (stale / "counter_99999.db").write_bytes(b"left by an earlier run")  # the parent must clear it
     port = free_port()
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith(("CAREERWISE_", "PROMETHEUS_"))},
-        "CAREERWISE_ENVIRONMENT": "test",
-        "CAREERWISE_DATA_DIR": str(data_dir),
-        "CAREERWISE_LLM_BASE_URL": fake_llm.base_url,
-        "CAREERWISE_LLM_MODEL": "fake-model",
-        "CAREERWISE_ROUTING_LLM": "false",
-        "CAREERWISE_ANONYMOUS_CHAT_PER_MINUTE": "0",
-        "CAREERWISE_READYZ_TIMEOUT": "60",
-    }
+    env = serve_env(data_dir, fake_llm.base_url, CAREERWISE_READYZ_TIMEOUT="60")
     command = [sys.executable, "-m", "careerwise.cli", "serve", "--workers", "2", "--port", str(port)]
     log_path = tmp_path / "serve.log"  # a file, not a pipe: a pipe nobody reads would block the server
     log_file = log_path.open("wb")

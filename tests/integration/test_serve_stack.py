@@ -25,7 +25,7 @@ import httpx
 import pytest
 
 from careerwise.cli import server_stack_problem
-from tests.conftest import SERVER_STACKS, LiveServer, parse_sse
+from tests.conftest import SERVER_STACKS, LiveServer, free_port, parse_sse, serve_env
 from tests.fakes.fake_llm import FakeLLM, text
 
 ANSWER = "先整理你的經歷，再練習常見問題。"
@@ -35,12 +35,6 @@ STACKS = [
 ]
 # the compiled modules each non-default choice loads; nothing else in the app imports them
 UVLOOP_SO, HTTPTOOLS_SO = "/uvloop/loop.", "/httptools/parser/parser."
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _wait_for(predicate: Callable[[], bool], timeout: float = 60.0) -> bool:
@@ -91,18 +85,8 @@ def serve(tmp_path: Path, corpus_db: Path, fake_llm: FakeLLM) -> Iterator[Callab
         data_dir = tmp_path / f"data{len(started)}"
         data_dir.mkdir()
         shutil.copy(corpus_db, data_dir / "careerwise.db")
-        port = _free_port()
-        full_env = {
-            **{k: v for k, v in os.environ.items() if not k.startswith(("CAREERWISE_", "PROMETHEUS_"))},
-            "CAREERWISE_ENVIRONMENT": "test",
-            "CAREERWISE_DATA_DIR": str(data_dir),
-            "CAREERWISE_LLM_BASE_URL": fake_llm.base_url,
-            "CAREERWISE_LLM_MODEL": "fake-model",
-            "CAREERWISE_ROUTING_LLM": "false",
-            "CAREERWISE_ANONYMOUS_CHAT_PER_MINUTE": "0",
-            "CAREERWISE_STREAM_PACE_MS": "0",
-            **(env or {}),
-        }
+        port = free_port()
+        full_env = serve_env(data_dir, fake_llm.base_url, CAREERWISE_STREAM_PACE_MS="0", **(env or {}))
         log = tmp_path / f"serve{len(started)}.log"  # a file: a pipe nobody reads would block the server
         with log.open("wb") as out:
             command = [sys.executable, "-m", "careerwise.cli", "serve", "--port", str(port)]
@@ -237,7 +221,7 @@ def test_a_stack_that_cannot_be_imported_stops_the_start(
         "CAREERWISE_DATA_DIR": str(tmp_path / "data"),
     }
     done = subprocess.run(
-        [sys.executable, "-m", "careerwise.cli", "serve", "--port", str(_free_port())],
+        [sys.executable, "-m", "careerwise.cli", "serve", "--port", str(free_port())],
         env=env,
         capture_output=True,
         timeout=120,
