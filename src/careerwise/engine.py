@@ -248,22 +248,25 @@ class Engine:
         touch = {"conv": opened.conversation_id, "caller": req.user_id, "updated_at": now}
 
         def store(connection: Connection) -> _Opened:
-            """The transaction, all of it in one job: on SQLite one hand-off to the writer thread."""
+            """The transaction, all of it in one job: on SQLite one hand-off to the writer thread. On
+            PostgreSQL pipelined (store/direct.py): ``send`` waits for no answer, so a new
+            conversation's three INSERTs travel with the COMMIT."""
             if conversation is None:
                 if _TOUCH_CONVERSATION.execute(connection, touch) != 1:  # unknown, or someone else's
                     raise NotFoundError(f"conversation {req.conversation_id} does not exist")
-            else:
-                _INSERT_CONVERSATION.execute(connection, conversation)
-            try:
-                _INSERT_MESSAGE.execute(connection, messages)
-            except IntegrityError as exc:  # uq_messages_one_pending: another turn is answering
-                raise ConversationBusyError(
-                    "a reply is still being written in this conversation; wait for it to finish"
-                ) from exc
-            _INSERT_TRACE.execute(connection, trace)
+                try:
+                    _INSERT_MESSAGE.execute(connection, messages)
+                except IntegrityError as exc:  # uq_messages_one_pending: another turn is answering
+                    raise ConversationBusyError(
+                        "a reply is still being written in this conversation; wait for it to finish"
+                    ) from exc
+            else:  # a conversation made in this transaction has no reply pending: no answer to wait for
+                _INSERT_CONVERSATION.send(connection, conversation)
+                _INSERT_MESSAGE.send(connection, messages)
+            _INSERT_TRACE.send(connection, trace)
             return opened
 
-        return await self.db.write(store, name="turn opening", undo=_abandon_opening)
+        return await self.db.write(store, name="turn opening", undo=_abandon_opening, pipelined=True)
 
     async def _expire_interrupted(self, conversation_id: str) -> int:
         """A reply still 'pending' long after any turn could have ended was interrupted (its process
@@ -505,17 +508,17 @@ class Engine:
         def store(connection: Connection) -> None:
             """The transaction, all of it in one job: on SQLite one hand-off to the writer thread."""
             stored = _FINISH_REPLY.execute(connection, reply)
-            _FINISH_TRACE.execute(connection, {"trace": trace_id, **trace_values})
+            _FINISH_TRACE.send(connection, {"trace": trace_id, **trace_values})  # pipelined: no wait
             if stored != 1:
                 raise LookupError(f"the pending reply {asst_id} is gone")
             for table, rows in batches:
-                _insert_rows(table).execute(connection, rows)
+                _insert_rows(table).send(connection, rows)
             if budget is not None and spend is not None:
                 # last, so a row lock on the owner's day (PostgreSQL) is held only until the commit
                 budget.add_on(connection, *spend)
 
         try:
-            await self.db.write(store, name="turn closing")
+            await self.db.write(store, name="turn closing", pipelined=True)
         except Exception:
             log.exception("turn %s: could not store the trace", trace_id)
             raise

@@ -32,7 +32,9 @@ import logging
 import math
 from typing import TYPE_CHECKING, Protocol
 
-from prometheus_client import CollectorRegistry, Gauge
+from prometheus_client import CollectorRegistry, Counter, Gauge
+
+from careerwise.tracing import background
 
 if TYPE_CHECKING:
     from careerwise.config import Settings
@@ -45,6 +47,9 @@ log = logging.getLogger(__name__)
 LAG_LOW = 0.020
 LAG_HIGH = 0.200
 HALF_LIFE = 0.5  # seconds for the lag estimate to halve once the samples fall
+# after the probe failed, paced reads do not start it again for this long: a failure that repeats (a bug,
+# a gauge that cannot be written) is then logged and counted twice a minute, not on every paced read
+RETRY_AFTER = 30.0
 
 
 class _Probe(Protocol):
@@ -78,6 +83,7 @@ class StreamPace:
         self.seconds = self.base  # what the next paced read uses
         self._sampled_at: float | None = None
         self._gauges: tuple[Gauge, Gauge] | None = None
+        self._failures: Counter | None = None
 
     @property
     def adaptive(self) -> bool:
@@ -114,6 +120,11 @@ class StreamPace:
         share = (lag - self.lag_low) / (self.lag_high - self.lag_low)
         return self.base + share * (self.cap - self.base)
 
+    def probe_failed(self) -> None:
+        """The probe raised (it has logged why): counted in ``careerwise_loop_lag_probe_failures``."""
+        if self._failures is not None:
+            self._failures.inc()
+
     def idle(self) -> None:
         """The probe stopped (no paced stream for a while): back to the base pace, no lag to report."""
         self.lag, self._sampled_at = 0.0, None
@@ -123,9 +134,14 @@ class StreamPace:
             self._gauges[1].set(0.0)
 
     def export_to(self, registry: CollectorRegistry) -> None:
-        """The two gauges in the app's registry. With several workers each keeps its own series (``pid``
-        label): one worker that is behind is visible as such."""
+        """The two gauges and the probe's failure counter in the app's registry. With several workers each
+        keeps its own gauge series (``pid`` label): one worker that is behind is visible as such."""
         try:
+            failures = Counter(
+                "careerwise_loop_lag_probe_failures",
+                "Loop-lag probe runs that raised (logged; paced reads go on at the base pace).",
+                registry=registry,
+            )
             pace = Gauge(
                 "careerwise_stream_pace_seconds",
                 "Seconds between paced provider reads for answers already showing text (rises when the "
@@ -145,6 +161,7 @@ class StreamPace:
         pace.set(self.seconds)
         lag.set(self.lag)
         self._gauges = (pace, lag)
+        self._failures = failures
 
     async def aclose(self) -> None:
         if self._probe is not None:
@@ -155,13 +172,20 @@ class LoopLagProbe:
     """Sleeps ``interval`` seconds at a time on the running loop and reports how late each wake-up was.
 
     About ``1 / interval`` wake-ups a second while streams are paced (a few microseconds each), none when
-    idle. One task per loop: a second loop (tests start several) gets its own when a stream asks there."""
+    idle. One task per loop: a second loop (tests start several) gets its own when a stream asks there.
+    A run that raises is logged and counted, and the probe stays off for ``retry_after`` seconds: paced
+    reads call :meth:`ensure_running` many times a second, and a failure that repeats must not turn each
+    of them into a new task and an error line."""
 
-    def __init__(self, *, interval: float = 0.05, idle_after: float = 5.0) -> None:
+    def __init__(
+        self, *, interval: float = 0.05, idle_after: float = 5.0, retry_after: float = RETRY_AFTER
+    ) -> None:
         self.interval = interval
         self.idle_after = idle_after
+        self.retry_after = retry_after
         self._task: asyncio.Task[None] | None = None
         self._asked = 0.0  # loop time of the last ensure_running
+        self._failed_at: float | None = None  # loop time of the last failure
         self.failures = 0
 
     def ensure_running(self, pace: StreamPace) -> None:
@@ -170,8 +194,10 @@ class LoopLagProbe:
         task = self._task
         if task is not None and not task.done() and task.get_loop() is loop:
             return
+        if self._failed_at is not None and self._asked - self._failed_at < self.retry_after:
+            return  # it failed a moment ago: the base pace until the retry
         self._task = loop.create_task(self._run(pace), name="careerwise-loop-lag")
-        self._task.add_done_callback(self._finished)
+        self._task.add_done_callback(lambda done: self._finished(done, pace))
 
     async def _run(self, pace: StreamPace) -> None:
         loop = asyncio.get_running_loop()
@@ -184,13 +210,16 @@ class LoopLagProbe:
         finally:
             pace.idle()
 
-    def _finished(self, task: asyncio.Task[None]) -> None:
-        if task.cancelled():
-            return
-        exc = task.exception()
-        if exc is not None:  # a bug in the probe: paced reads go on at the base pace, and it restarts
+    def _finished(self, task: asyncio.Task[None], pace: StreamPace) -> None:
+        what = (
+            "loadwatch: the loop-lag probe failed "
+            f"(paced reads use the base pace; retry in {self.retry_after:.0f} s)"
+        )
+        exc = background.task_failed(task, task=background.LOOP_LAG_PROBE, logger=log, what=what)
+        if exc is not None:  # a bug in the probe: paced reads go on at the base pace, and it restarts later
             self.failures += 1
-            log.error("loadwatch: the loop-lag probe failed: %s", exc, exc_info=exc)
+            self._failed_at = task.get_loop().time()
+            pace.probe_failed()
 
     async def aclose(self) -> None:
         task, self._task = self._task, None

@@ -39,6 +39,8 @@ from dataclasses import dataclass
 from prometheus_client import CollectorRegistry, Counter
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from careerwise.tracing.background import MALLOC_ARENA_LIMIT, count_failure
+
 log = logging.getLogger(__name__)
 
 M_ARENA_MAX = -8  # glibc's malloc.h; not exported by Python
@@ -77,6 +79,7 @@ def limit_arenas(n: int, *, libc: Glibc | None) -> bool:
         return False
     if libc.mallopt(M_ARENA_MAX, n) != 1:  # mallopt returns 1 on success
         log.error("memory: mallopt(M_ARENA_MAX, %d) failed; glibc's default arenas stay", n)
+        count_failure(MALLOC_ARENA_LIMIT)  # before any app and its registry exist: the process-wide tally
         return False
     return True
 

@@ -7,7 +7,7 @@ import logging
 import os
 import secrets
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -191,9 +191,18 @@ class ProviderRegistry:
         )
 
     async def aclose(self) -> None:
-        for provider in self._built.values():
-            await provider.aclose()
-        await self.stream_pace.aclose()  # the loop-lag probe's task, if one runs
+        """Every provider is closed even if closing another failed; the first failure is raised after."""
+        failure: BaseException | None = None
+        closers: list[Callable[[], Awaitable[None]]] = [p.aclose for p in self._built.values()]
+        closers.append(self.stream_pace.aclose)  # the loop-lag probe's task, if one runs
+        for close in closers:
+            try:
+                await close()
+            except Exception as exc:  # logged here, the first one raised below
+                log.error("closing %r failed: %r", close, exc, exc_info=exc)
+                failure = failure or exc
+        if failure is not None:
+            raise failure
 
     async def probe(self, name: str, *, seconds: float) -> dict[str, Any]:
         """Whether the provider answers, cheaply: ``GET {base_url}/models`` (no tokens spent) for a server,
@@ -346,9 +355,15 @@ class Services:
         return report
 
     async def aclose(self) -> None:
-        await self.providers.aclose()  # the default provider among them
-        await self.db.dispose()
-        self.engine.telemetry.shutdown()
+        """The database and the telemetry (buffered traces) are closed even when the providers' close
+        fails; the failure is raised after (the app's lifespan logs it)."""
+        try:
+            await self.providers.aclose()  # the default provider among them
+        finally:
+            try:
+                await self.db.dispose()
+            finally:
+                self.engine.telemetry.shutdown()
 
 
 def build_services(
@@ -364,6 +379,7 @@ def build_services(
         pool_size=settings.database_pool_size,
         max_overflow=settings.database_max_overflow,
         writer_threads=settings.database_writer_threads,
+        writer_pipeline=settings.database_writer_pipeline,
     )
     db.migrate()
     kb = KnowledgeBase(

@@ -33,7 +33,6 @@ cancellation and stores the turn as cancelled (docs/benchmarks.md, "The fixed wo
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import AsyncIterator
 
@@ -194,16 +193,19 @@ class EventStreamResponse(Response):
             await self._write(send, state)
         except asyncio.CancelledError:
             # our own cancellation (the client left) ends the response quietly; any other one goes on
-            if not state.cancelled_by_watcher or writer.uncancel() > 0:
+            if not state.cancelled_by_watcher:
+                raise
+            state.own_cancel_pending = False
+            if writer.uncancel() > 0:
                 raise
         except OSError:
             log.info("chat stream: the client went away during a write (the server raised OSError)")
         finally:
             state.finished = True
-            watcher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await watcher
-            await _close(self.frames)
+            try:
+                await _stop_watcher(watcher, writer, state)
+            finally:
+                await _close(self.frames)
         if self.background is not None:
             await self.background()
 
@@ -223,11 +225,35 @@ class EventStreamResponse(Response):
 
 
 class _StreamState:
-    __slots__ = ("cancelled_by_watcher", "finished")
+    __slots__ = ("cancelled_by_watcher", "finished", "own_cancel_pending")
 
     def __init__(self) -> None:
         self.finished = False
         self.cancelled_by_watcher = False
+        self.own_cancel_pending = False  # the watcher's cancel of the writer, not yet taken back
+
+
+async def _stop_watcher(
+    watcher: asyncio.Task[None], writer: asyncio.Task[object], state: _StreamState
+) -> None:
+    """Cancel the disconnect watcher and wait for it to end.
+
+    Awaiting a cancelled task raises ``CancelledError`` in the awaiting one, which is expected and not
+    ours to pass on; but the same exception also arrives when the request task itself is cancelled
+    while it waits here (the server shutting down), and that one must go on, or the cancellation is
+    lost and the task ends as if it had finished. ``writer.cancelling()`` tells the two apart: it counts
+    the cancel requests on the request task that nobody took back (the watcher's own, if it is still
+    pending, is taken back here: the client left, and the response ends quietly as documented)."""
+    watcher.cancel()
+    try:
+        await watcher
+    except asyncio.CancelledError:
+        if state.own_cancel_pending:  # the watcher's cancel arrived here rather than during a write
+            state.own_cancel_pending = False
+            if writer.uncancel() > 0:
+                raise
+        elif writer.cancelling() > 0:
+            raise
 
 
 async def _watch_disconnect(receive: Receive, writer: asyncio.Task[object], state: _StreamState) -> None:
@@ -238,6 +264,7 @@ async def _watch_disconnect(receive: Receive, writer: asyncio.Task[object], stat
             break
     if not state.finished:
         state.cancelled_by_watcher = True
+        state.own_cancel_pending = True
         writer.cancel()
 
 

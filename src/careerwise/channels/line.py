@@ -50,6 +50,7 @@ from careerwise.errors import (
 )
 from careerwise.events import Event
 from careerwise.store import Database, LineEventRecord, LineUser
+from careerwise.tracing import background
 
 if TYPE_CHECKING:
     from linebot.v3.messaging import TextMessage
@@ -311,10 +312,9 @@ class LineChannel:
         if task.cancelled():
             log.warning("line channel: %s was cancelled with its queue unanswered", task.get_name())
             return
-        exc = task.exception()
-        if exc is not None:
+        what = f"line channel: {task.get_name()} failed"
+        if background.task_failed(task, task=background.LINE_CHAT_QUEUE, logger=log, what=what) is not None:
             self.failures += 1
-            log.error("line channel: %s failed: %s", task.get_name(), exc, exc_info=exc)
 
     @property
     def busy(self) -> bool:

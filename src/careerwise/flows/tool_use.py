@@ -31,6 +31,7 @@ from careerwise.llm.types import (
     ToolSpec,
 )
 from careerwise.tools.registry import Resolution, Tool, ToolOutput
+from careerwise.tracing import background
 
 log = logging.getLogger(__name__)
 
@@ -143,9 +144,8 @@ def _warm(ctx: FlowContext, deltas: Sequence[ToolCallDelta]) -> bool:
 
 def _warm_done(task: asyncio.Task[None]) -> None:
     _WARMING.discard(task)
-    error = None if task.cancelled() else task.exception()
-    if error is not None:
-        log.warning("tool_use: %s failed (the tool's run will try again): %r", task.get_name(), error)
+    what = f"tool_use: {task.get_name()} failed (the tool's run will try again)"
+    background.task_failed(task, task=background.TOOL_WARM, logger=log, what=what, level=logging.WARNING)
 
 
 def _parse_arguments(raw: str) -> dict[str, Any]:

@@ -200,24 +200,38 @@ class CachedEmbedder:
         return np.vstack([r for r in rows if r is not None]).astype(np.float32)
 
     def _embed_missing(self, missing: list[str]) -> dict[str, Matrix]:
-        """Embed ``missing`` (registered in flight by the caller), cache them and wake whoever waits."""
+        """Embed ``missing`` (registered in flight by the caller), cache them and wake whoever waits.
+
+        Everything up to settling the futures is inside the ``try``: a future left unsettled (the inner
+        embedder returned the wrong number of rows, the cache update raised) would make every later
+        caller asking for that text wait forever. On any failure each waiter gets the exception, the
+        texts leave the in-flight map (the next call embeds them again) and it is raised to the caller,
+        whose search reports and counts it."""
+        with self._lock:
+            futures = [self._inflight[t] for t in missing]
         try:
             fresh = self.inner.embed_queries(missing)
+            if len(fresh) != len(missing):
+                raise ValueError(f"the embedder returned {len(fresh)} vectors for {len(missing)} texts")
+            by_text = dict(zip(missing, fresh, strict=True))
+            with self._lock:
+                for t, v in by_text.items():
+                    self._cache[t] = v
+                    if len(self._cache) > self._size:
+                        self._cache.popitem(last=False)
+                for t in missing:
+                    del self._inflight[t]
+            for t, f in zip(missing, futures, strict=True):
+                f.set_result(by_text[t])
         except BaseException as exc:
             with self._lock:
-                pending = [self._inflight.pop(t) for t in missing]
-            for f in pending:
-                f.set_exception(exc)  # any caller waiting for these texts raises it too
+                for t, f in zip(missing, futures, strict=True):
+                    if self._inflight.get(t) is f:
+                        del self._inflight[t]
+            for f in futures:
+                if not f.done():
+                    f.set_exception(exc)  # any caller waiting for these texts raises it too
             raise
-        by_text = dict(zip(missing, fresh, strict=True))
-        with self._lock:
-            for t, v in by_text.items():
-                self._cache[t] = v
-                if len(self._cache) > self._size:
-                    self._cache.popitem(last=False)
-            done = [(self._inflight.pop(t), by_text[t]) for t in missing]
-        for f, v in done:
-            f.set_result(v)
         return by_text
 
     def embed_passages(self, texts: Sequence[str]) -> Matrix:

@@ -140,21 +140,36 @@ async def ingest_paths(
                 await s.execute(delete(Chunk).where(Chunk.document_id.in_(stale)))
                 await s.execute(delete(Document).where(Document.id.in_(stale)))
             report.deleted.extend(stale)
-    if pgvector_applies(db, embedder.dim):
-        try:
-            report.centring = await asyncio.to_thread(
-                lambda: sync_centring(
-                    db.blocking_engine(), embedder.name, tolerance=centring_tolerance, force=recentre
-                )
-            )
-        except SQLAlchemyError as exc:  # the documents are in; the next load centres what is missing
-            log.exception("ingest: could not update the centred vectors")
-            report.failed[CENTRING_ENTRY] = f"centred vectors not updated ({type(exc).__name__}: {exc})"
+    try:
+        if pgvector_applies(db, embedder.dim):
+            await _update_centring(db, embedder, report, tolerance=centring_tolerance, force=recentre)
+    except BaseException:
+        # stopped here (cancelled, interrupted): the documents written are in, so the version moves
+        # anyway, or caches and the other processes would go on serving the old knowledge base
+        if report.changed:
+            report.version = await bump_version(db)
+        raise
     if report.changed:
         report.version = await bump_version(db)
     else:
         report.version = await current_version(db)
     return report
+
+
+async def _update_centring(
+    db: Database, embedder: Embedder, report: IngestReport, *, tolerance: float, force: bool
+) -> None:
+    """``sync_centring`` into ``report.centring``. Whatever it raises is reported as the
+    ``CENTRING_ENTRY`` failure (logged, and counted among the ingest's failures) and the ingest goes on
+    to bump the version: the documents are committed already, and the next load centres what is
+    missing. Only a cancellation passes through (the caller still bumps the version)."""
+    try:
+        report.centring = await asyncio.to_thread(
+            lambda: sync_centring(db.blocking_engine(), embedder.name, tolerance=tolerance, force=force)
+        )
+    except Exception as exc:  # not only SQLAlchemyError: any failure here is reported, never raised
+        log.exception("ingest: could not update the centred vectors")
+        report.failed[CENTRING_ENTRY] = f"centred vectors not updated ({type(exc).__name__}: {exc})"
 
 
 async def _write_document(db: Database, embedder: Embedder, doc: SourceDocument) -> int:

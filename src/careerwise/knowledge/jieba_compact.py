@@ -93,9 +93,19 @@ class Hmm:
         """From finalseg's pickles (the tables its ``.py`` modules hold; a test checks they agree)."""
 
         def table(name: str) -> dict[str, object]:
-            with (folder / name).open("rb") as f:
-                # the installed jieba package's own data file, as trusted as its code
-                data: dict[str, object] = pickle.load(f)
+            path = folder / name
+            with path.open("rb") as f:  # a missing file's error names it already
+                try:
+                    # the installed jieba package's own data file, as trusted as its code
+                    data: object = pickle.load(f)
+                except Exception as exc:  # raised again, naming the file
+                    # a truncated or foreign file fails in a dozen ways (EOFError, UnpicklingError, ...);
+                    # the first Chinese search raises this, so it must say which file to repair
+                    raise ValueError(
+                        f"jieba's HMM table {path} cannot be read ({exc!r}); reinstall jieba"
+                    ) from exc
+            if not isinstance(data, dict):
+                raise ValueError(f"jieba's HMM table {path} holds a {type(data).__name__}, not a table")
             return data
 
         start = table("prob_start.p")

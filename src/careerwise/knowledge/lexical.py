@@ -5,14 +5,18 @@ go through ``jieba_compact``: jieba's own search-mode segmentation and dictionar
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
+import time
 from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
+
+from careerwise.tracing.background import JIEBA_DICTIONARY, count_failure
 
 if TYPE_CHECKING:
     from careerwise.knowledge.jieba_compact import CompactJieba
@@ -77,6 +81,7 @@ _STOP = frozenset(
     ]
 )
 _init_lock = threading.Lock()
+log = logging.getLogger(__name__)
 
 
 @lru_cache(maxsize=1)
@@ -86,11 +91,50 @@ def _converter() -> object:
     return opencc.OpenCC("t2s")
 
 
+class SegmenterUnavailableError(RuntimeError):
+    """jieba's dictionary could not be loaded (a broken install: its files missing or unreadable), so
+    Chinese text cannot be tokenized; the cause is chained. Raised at once for ``SEGMENTER_RETRY_AFTER``
+    seconds after a failed load, then the load is tried again."""
+
+
+# after a failed dictionary load, how long every Chinese text is refused at once instead of retrying:
+# lru_cache keeps no exception, so without this each search would redo the ~1 s build under the lock
+SEGMENTER_RETRY_AFTER = 60.0
+_load_failure: tuple[float, BaseException] | None = None  # (time.monotonic() of the failure, its cause)
+
+
 def _segmenter() -> CompactJieba:
     """Built on the first Chinese text (about 1 s: jieba's dictionary file read into a trie, as long
-    as jieba's own start took), once: the lock keeps two first searches from building it twice."""
+    as jieba's own start took), once: the lock keeps two first searches from building it twice. A load
+    that failed is remembered (:data:`SEGMENTER_RETRY_AFTER`), logged once and counted."""
+    global _load_failure
     with _init_lock:
-        return _load_segmenter()
+        failure = _load_failure
+        if failure is not None and time.monotonic() - failure[0] < SEGMENTER_RETRY_AFTER:
+            raise _unavailable(failure[1])
+        try:
+            segmenter = _load_segmenter()
+        except Exception as exc:  # whatever a broken install raises: the same clear error for all callers
+            _load_failure = (time.monotonic(), exc)
+            log.error(
+                "lexical: jieba's dictionary could not be loaded; Chinese text cannot be searched "
+                "(retried in %.0f s): %s",
+                SEGMENTER_RETRY_AFTER,
+                exc,
+                exc_info=exc,
+            )
+            count_failure(JIEBA_DICTIONARY)
+            raise _unavailable(exc) from exc
+        _load_failure = None
+        return segmenter
+
+
+def _unavailable(cause: BaseException) -> SegmenterUnavailableError:
+    error = SegmenterUnavailableError(
+        f"the Chinese word segmenter is unavailable: {type(cause).__name__}: {cause}"
+    )
+    error.__cause__ = cause
+    return error
 
 
 @lru_cache(maxsize=1)

@@ -26,6 +26,9 @@ Which chunks get a dense score per search:
   of ``ef_search`` and the depth, ``hnsw.iterative_scan`` on pgvector >= 0.8 so filters do not starve
   it), plus the ``dense_depth`` chunks with the best BM25 scores. Chunks outside that set rank after it; ``matched`` counts the relevant
   chunks within it (a lower bound).
+
+Either way a search is one statement in one round trip (``_fetch_scores``: psycopg's pipeline mode, the
+settings beside the statement; session 7, docs/benchmarks.md "PostgreSQL search at 100k, session 7").
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
-from sqlalchemy import bindparam, text
+from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
 
 from careerwise.knowledge.dense import stable_top
@@ -199,6 +202,21 @@ class PgVectorIndex:
 
     # --- search ---------------------------------------------------------------------------------
 
+    def _ef_search(self, depth: int) -> str:
+        """``hnsw.ef_search`` for a scan that must return ``depth`` rows: the wider of the configured
+        list and the depth (at least pgvector's default 40, at most its maximum)."""
+        return str(min(max(depth, self.ef_search or 0, 40), HNSW_MAX_EF_SEARCH))
+
+    def _tune_sql(self, placeholder: str) -> str:
+        """One ``SELECT`` of transaction-local settings (``placeholder``: the driver's or SQLAlchemy's
+        spelling of the ``ef`` parameter): see ``_tune``."""
+        settings = (
+            f"set_config('hnsw.ef_search', {placeholder}, true), set_config('enable_seqscan', 'off', true)"
+        )
+        if self._iterative_scan:
+            settings += ", set_config('hnsw.iterative_scan', 'strict_order', true)"
+        return f"SELECT {settings}"
+
     def _tune(self, conn: Connection, depth: int) -> None:
         """Per transaction, in one round trip: let the HNSW scan return ``depth`` rows (searching a
         candidate list of ``ef_search`` when that is wider: fewer graph misses among the ``depth``); keep scanning
@@ -206,12 +224,10 @@ class PgVectorIndex:
         take the HNSW index at all. Up to some tens of thousands of rows the planner prefers a
         sequential scan and a sort, which reads every vector: 70-90 ms at 10k chunks against 6-12 ms by
         the index when the vectors were stored out of line (TOAST; inline since migration 0013, which
-        made the scan cheaper but still a read of every row; docs/benchmarks.md)."""
-        ef = str(min(max(depth, self.ef_search or 0, 40), HNSW_MAX_EF_SEARCH))
-        settings = "set_config('hnsw.ef_search', :ef, true), set_config('enable_seqscan', 'off', true)"
-        if self._iterative_scan:
-            settings += ", set_config('hnsw.iterative_scan', 'strict_order', true)"
-        conn.execute(text(f"SELECT {settings}"), {"ef": ef})
+        made the scan cheaper but still a read of every row; docs/benchmarks.md). The search itself
+        sends the same settings inside its pipeline (``_fetch_scores``); this is for callers that hold
+        a SQLAlchemy transaction (tests, bench baselines)."""
+        conn.execute(text(self._tune_sql(":ef")), {"ef": self._ef_search(depth)})
 
     def _score_sql(self) -> str:
         """The dense score in SQL: the centred cosine (q' is a unit vector), or without centring the
@@ -220,38 +236,55 @@ class PgVectorIndex:
             return f"1 - ({self.column} <=> CAST(:q AS vector))"
         return f"-({self.column} <#> CAST(:q AS vector))"
 
+    def dense_sql(self, *, filtered: bool, depth: int | None) -> str:
+        """The one statement of a dense search, in psycopg's ``%(name)s`` style: every chunk's score
+        (``depth`` None), or the ``depth`` nearest through the HNSW index **and**, in the same
+        statement (``UNION ALL``), the scores of the chunks listed in ``%(ids)s`` (BM25's best, which
+        the fusion needs whether HNSW found them or not). A chunk in both comes back twice with the
+        same score (the same expression over the same row)."""
+        col = self.column
+        score = self._score_sql().replace(":q", "%(q)s")
+        where = f"embedding_model = %(model)s AND {col} IS NOT NULL"
+        if filtered:
+            where += " AND domain = ANY(%(domains)s)"
+        select = f"SELECT id, {score} AS s FROM chunks WHERE {where}"
+        if depth is None:
+            return select
+        nearest = f"{select} ORDER BY {col} <=> CAST(%(q)s AS vector) LIMIT %(depth)s"
+        by_id = f"SELECT id, {score} AS s FROM chunks WHERE id = ANY(%(ids)s) AND {col} IS NOT NULL"
+        return f"({nearest}) UNION ALL ({by_id})"
+
     def _similarities(
         self, q: Vector, domains: Sequence[str] | None, depth: int | None, extra_ids: list[int]
     ) -> dict[int, float]:
         """The dense score of every chunk (``depth`` None) or of the ``depth`` nearest and ``extra_ids``."""
-        lit = vector_literal(q)
-        col = self.column
-        where = f"embedding_model = :model AND {col} IS NOT NULL"
-        params: dict[str, object] = {"q": lit, "model": self.embedding_model}
+        params: dict[str, object] = {"q": vector_literal(q), "model": self.embedding_model}
         if domains:
-            where += " AND domain IN :domains"
             params["domains"] = list(domains)
-        select = f"SELECT id, {self._score_sql()} AS s FROM chunks WHERE {where}"
         if depth is not None:
-            select += f" ORDER BY {col} <=> CAST(:q AS vector) LIMIT :depth"
             params["depth"] = depth
-        stmt = text(select)
-        if domains:
-            stmt = stmt.bindparams(bindparam("domains", expanding=True))
-        with self._engine.begin() as conn:
-            if depth is not None:
-                self._tune(conn, depth)
-            scores = {int(r.id): float(r.s) for r in conn.execute(stmt, params)}
-            missing = [i for i in extra_ids if i not in scores]
-            if missing:
-                exact = text(
-                    f"SELECT id, {self._score_sql()} AS s FROM chunks "
-                    f"WHERE id = ANY(:ids) AND {col} IS NOT NULL"
-                )
-                scores.update(
-                    (int(r.id), float(r.s)) for r in conn.execute(exact, {"q": lit, "ids": missing})
-                )
-        return scores
+            params["ids"] = extra_ids
+        sql = self.dense_sql(filtered=bool(domains), depth=depth)
+        return self._fetch_scores(sql, params, None if depth is None else self._ef_search(depth))
+
+    def _fetch_scores(self, sql: str, params: dict[str, object], ef: str | None) -> dict[int, float]:
+        """Run the search statement in **one round trip** (the pool pings only a connection that sat
+        idle, ``store.db._ping_when_idle``): psycopg's pipeline mode sends the transaction-local
+        settings (``ef`` given: the HNSW path) and the statement together, on a connection in
+        autocommit, so no ``BEGIN``/``COMMIT`` of their own. The statements up to the pipeline's Sync run in one implicit transaction, which is what makes the
+        ``set_config(..., true)`` settings apply to the search and end with it (tests check both).
+        Until session 7 a search took six: ping, BEGIN, settings, HNSW, BM25's extras, COMMIT
+        (docs/benchmarks.md, "PostgreSQL search at 100k, session 7")."""
+        with self._engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            raw = conn.connection.driver_connection
+            if raw is None or not hasattr(raw, "pipeline"):  # psycopg is an optional dependency
+                raise RuntimeError("the pgvector index needs psycopg 3 (a postgresql+psycopg engine)")
+            with raw.pipeline():
+                if ef is not None:
+                    raw.execute(self._tune_sql("%(ef)s"), {"ef": ef})
+                cur = raw.execute(sql, params)
+            rows = cur.fetchall()
+        return {int(i): float(s) for i, s in rows}
 
     def dense_scores(
         self,

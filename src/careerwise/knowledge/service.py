@@ -48,6 +48,7 @@ from careerwise.knowledge.ingest import chunk_tokens, current_version
 from careerwise.knowledge.pg_index import PgVectorIndex, fill_missing_vectors, pgvector_applies
 from careerwise.knowledge.rerank import Reranker
 from careerwise.store import Chunk, Database
+from careerwise.tracing import background
 
 log = logging.getLogger(__name__)
 BUNDLED_CORPUS = Path(__file__).resolve().parent.parent / "data" / "corpus"
@@ -406,9 +407,9 @@ def embed_beside_lexical(
 
 
 def _log_unobserved(done: Future[list[npt.NDArray[np.float32]]]) -> None:
-    error = None if done.cancelled() else done.exception()
-    if error is not None:
-        log.error("knowledge: BM25 failed beside a failed query embedding", exc_info=error)
+    """Nobody reads this result (the embedding beside it failed first): logged and counted here."""
+    what = "knowledge: BM25 failed beside a failed query embedding"
+    background.task_failed(done, task=background.BM25_BESIDE_EMBEDDING, logger=log, what=what)
 
 
 def _lexical_scores(index: SearchIndex, queries: Sequence[str]) -> list[npt.NDArray[np.float32]]:

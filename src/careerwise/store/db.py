@@ -9,10 +9,11 @@ import threading
 import time
 import weakref
 from collections import Counter
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractContextManager, ExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -22,7 +23,7 @@ from sqlalchemy.exc import DisconnectionError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker, create_async_engine
 
 from careerwise.errors import CareerWiseError
-from careerwise.store.direct import execute_driver_sql
+from careerwise.store.direct import execute_driver_sql, pipelined
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -185,9 +186,11 @@ class _Job:
     # run after the commit, in a transaction of its own, when the caller stopped waiting meanwhile
     undo: Callable[[Connection, Any], None] | None = None
     gone: threading.Event = field(default_factory=threading.Event)
+    pipelined: bool = False  # the job runs DirectStatements only (see ``ThreadWriter.run``)
 
 
 _STOP = object()
+THREADS_STOP_TIMEOUT = 30.0  # seconds Database.dispose waits for its writer/reader threads' jobs
 
 
 class ThreadWriter:
@@ -271,13 +274,20 @@ class ThreadWriter:
         return sum(t.is_alive() for t in self._workers)
 
     async def run(
-        self, job: WriteJob[T], *, name: str, undo: Callable[[Connection, T], None] | None = None
+        self,
+        job: WriteJob[T],
+        *,
+        name: str,
+        undo: Callable[[Connection, T], None] | None = None,
+        pipelined: bool = False,
     ) -> T:
         """``job(connection)`` in a transaction of its own on a writer thread; its result, or its
         exception. A caller cancelled before the job starts skips it; one cancelled while it runs still
-        has it committed, and then ``undo(connection, result)`` runs in a transaction of its own."""
+        has it committed, and then ``undo(connection, result)`` runs in a transaction of its own.
+        ``pipelined``: the job runs only :class:`~careerwise.store.direct.DirectStatement`, so a writer
+        that pipelines (:class:`PostgresWriter`) may send its statements without waiting for each."""
         loop = asyncio.get_running_loop()
-        item = _Job(job, name, loop, loop.create_future(), undo)
+        item = _Job(job, name, loop, loop.create_future(), undo, pipelined=pipelined)
         item.future.add_done_callback(lambda f: item.gone.set() if f.cancelled() else None)
         self._submit(item)
         result: T = await item.future
@@ -293,19 +303,37 @@ class ThreadWriter:
                 continue  # nobody waits for it any more and nothing of it was written
             self._run(engine, item)
 
+    def _transaction(self, connection: Connection, item: _Job) -> AbstractContextManager[Any]:
+        """The transaction ``item`` runs in (a subclass may wrap it)."""
+        return connection.begin()
+
     def _run(self, engine: Engine, item: _Job) -> None:
         try:
-            with engine.connect() as connection, connection.begin():
+            with engine.connect() as connection, self._transaction(connection, item):
                 result = item.run(connection)
         except CareerWiseError as exc:  # the caller's answer (a busy conversation: 409, not ours: 404)
             log.info("database: the %s write was refused and rolled back: %s", item.name, exc)
             self._settle(item, None, exc)
             return
-        except Exception as exc:  # noqa: BLE001 - logged, counted, and raised to the caller
+        except Exception as exc:  # logged, counted, and raised to the caller
             with self._counts:
                 self.failures[item.name] += 1
-            log.warning("database: the %s write failed and was rolled back: %r", item.name, exc)
+            log.warning("database: the %s write failed and was rolled back: %r", item.name, exc, exc_info=exc)
             self._settle(item, None, exc)
+            return
+        except (
+            BaseException
+        ) as exc:  # a job's CancelledError, GeneratorExit...: its caller must not wait forever
+            with self._counts:
+                self.failures[item.name] += 1
+            log.error(
+                "database: the %s write was interrupted and rolled back: %r", item.name, exc, exc_info=exc
+            )
+            interrupted = RuntimeError(f"the {item.name} write was interrupted: {exc!r}")
+            interrupted.__cause__ = exc
+            self._settle(
+                item, None, interrupted
+            )  # an Exception: a BaseException would break the caller's task
             return
         with self._counts:
             self.done += 1
@@ -333,17 +361,28 @@ class ThreadWriter:
             undone.add_done_callback(lambda f: f.cancelled() or f.exception())
             self._submit(_Job(lambda c: undo(c, result), f"{item.name} undo", item.loop, undone))
 
-    def stop(self) -> None:
-        """Let the queued jobs finish, then end the threads and close their connections (blocks)."""
+    def stop(self, timeout: float | None = None) -> None:
+        """Let the queued jobs finish, then end the threads and close their connections (blocks).
+        ``timeout``: how long to wait for all of them in total; a job stuck on a lock or on a server
+        that does not answer must not hang the shutdown, so threads still running then are left (they
+        are daemons), and named in an error."""
         with self._guard:
             workers, self._workers = self._workers, []
             engine, self._engine = self._engine, None
             for _ in workers:
                 self._queue.put(_STOP)
+        deadline = None if timeout is None else time.monotonic() + timeout
         for worker in workers:
-            worker.join()
+            worker.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        stuck = [w.name for w in workers if w.is_alive()]
+        if stuck:
+            log.error(
+                "database: %s still running %.0f s after the stop; left behind with their jobs",
+                ", ".join(stuck),
+                timeout,
+            )
         if engine is not None:
-            engine.dispose()
+            engine.dispose()  # the stuck threads' checked-out connections close when they end
 
 
 class SQLiteWriter(ThreadWriter):
@@ -377,18 +416,47 @@ class PostgresWriter(ThreadWriter):
     ordinary transaction; PostgreSQL takes many writers at once, so the threads run side by side and
     conflicting rows wait in the server, as two processes' do. The connections are this process's in
     addition to the async pool (keep workers × (pool + overflow + writer threads) under the server's
-    ``max_connections``). A connection that sat idle is pinged at checkout, as the async pool's are."""
+    ``max_connections``). A connection that sat idle is pinged at checkout, as the async pool's are.
+
+    Each transaction's BEGIN is the writer's own (psycopg in autocommit underneath; see
+    :meth:`_make_engine`), and a pipelined job runs in psycopg's pipeline mode (``pipeline``, on by
+    default: ``CAREERWISE_DATABASE_WRITER_PIPELINE``; :meth:`_transaction`)."""
 
     thread_name = "careerwise-pg-writer"
 
-    def __init__(self, url: str, *, threads: int, ping_after_idle: float) -> None:
+    def __init__(self, url: str, *, threads: int, ping_after_idle: float, pipeline: bool = True) -> None:
         super().__init__(url, threads=threads)
         self._ping_after_idle = ping_after_idle
+        self.pipeline = pipeline
 
     def _make_engine(self) -> Engine:
-        engine = create_engine(self._url, pool_size=self.threads, max_overflow=0)
+        # psycopg in autocommit, the BEGIN sent by us: psycopg's own BEGIN waits for its answer in a
+        # pipeline (a round trip of its own); ours is queued with the statements. COMMIT and ROLLBACK
+        # stay psycopg's (it sends them whenever a transaction is open, autocommit or not)
+        engine = create_engine(
+            self._url, pool_size=self.threads, max_overflow=0, isolation_level="AUTOCOMMIT"
+        )
         _ping_when_idle(engine, self._ping_after_idle)
+
+        @event.listens_for(engine, "begin")
+        def _begin(connection: Connection) -> None:
+            execute_driver_sql(connection, "BEGIN", wait=False)
+
         return engine
+
+    def _transaction(self, connection: Connection, item: _Job) -> AbstractContextManager[Any]:
+        """A pipelined job (``pipeline`` on and the job's caller says it may be) in psycopg's pipeline
+        mode, entered before its BEGIN and left after its COMMIT: its statements travel together, a
+        round trip per answer it needs instead of one per statement. Each round trip lets go of the GIL
+        and must take it back from a busy event loop (up to a switch interval, 5 ms, each time), so the
+        round trips cost the burst more than the server's time (docs/benchmarks.md, "PostgreSQL's share
+        of the burst")."""
+        if not (self.pipeline and item.pipelined):
+            return connection.begin()
+        with ExitStack() as stack:  # a BEGIN that fails leaves the pipeline too
+            stack.enter_context(pipelined(connection))
+            stack.enter_context(connection.begin())
+            return stack.pop_all()
 
 
 class ThreadReader(ThreadWriter):
@@ -402,8 +470,10 @@ class ThreadReader(ThreadWriter):
     a turn; here they are one hand-off to a thread and one back (docs/benchmarks.md, "The database's
     share of a turn"). Two threads by default, so a burst's reads do not queue behind one (SQLite's WAL
     lets them read beside each other and the writer; sqlite3 and psycopg let go of the GIL while they
-    wait); PostgreSQL's in autocommit, their connections pinged after idling as the writer's are. Failures are the writer's:
-    logged, counted in :attr:`failures` by job, raised to the caller."""
+    wait); PostgreSQL's in autocommit, their connections pinged after idling as the writer's are. On
+    PostgreSQL they also run the shared rate limit's upsert (:meth:`Database.write_atomic`), atomic on
+    its own in autocommit. Failures are the writer's: logged, counted in :attr:`failures` by job,
+    raised to the caller."""
 
     thread_name = "careerwise-reader"
 
@@ -475,6 +545,7 @@ class Database:
         ping_after_idle: float = PING_AFTER_IDLE,
         writer_thread: bool = True,
         writer_threads: int = WRITER_THREADS,
+        writer_pipeline: bool = True,
         reader_threads: int = READER_THREADS,
         pool_size: int = 5,
         max_overflow: int = 10,
@@ -485,7 +556,8 @@ class Database:
         PostgreSQL's async connection pool per process (SQLAlchemy's defaults); a burst of turns waits
         for a connection beyond them (docs/deployment.md). The writer threads' connections come on top,
         and so do the reader threads' (``reader_threads``, :meth:`read`), which run wherever the writer
-        threads do."""
+        threads do. ``writer_pipeline``: PostgreSQL's writer threads send a pipelined job's statements in
+        psycopg's pipeline mode (:meth:`PostgresWriter._transaction`)."""
         url = async_url(url)
         self.url = url
         if url.startswith("sqlite"):
@@ -517,6 +589,7 @@ class Database:
         )
         self._blocking_engine: Engine | None = None
         self._blocking_lock = threading.Lock()
+        self._ping_after_idle = ping_after_idle  # the blocking engine's pool pings as the async one
         # the turn's writes run on writer threads (see ``write``): one on an SQLite file, several on
         # PostgreSQL; an in-memory SQLite database is private to its connection, so there every write
         # stays on the async session
@@ -527,7 +600,10 @@ class Database:
                 self.writer = SQLiteWriter(sync_url(url))
         elif writer_thread:
             self.writer = PostgresWriter(
-                sync_url(url), threads=writer_threads, ping_after_idle=ping_after_idle
+                sync_url(url),
+                threads=writer_threads,
+                ping_after_idle=ping_after_idle,
+                pipeline=writer_pipeline,
             )
         if self.writer is not None:
             weakref.finalize(self, self.writer.stop)
@@ -546,7 +622,10 @@ class Database:
         pgvector search index); created on first use, disposed with the database."""
         with self._blocking_lock:
             if self._blocking_engine is None:
-                self._blocking_engine = create_engine(sync_url(self.url), pool_pre_ping=True)
+                engine = create_engine(sync_url(self.url))
+                if not self.url.startswith("sqlite"):  # a ping per checkout was a round trip per search
+                    _ping_when_idle(engine, self._ping_after_idle)
+                self._blocking_engine = engine
             return self._blocking_engine
 
     def migrate(self) -> None:
@@ -563,15 +642,22 @@ class Database:
             yield session
 
     async def write(
-        self, job: WriteJob[T], *, name: str, undo: Callable[[Connection, T], None] | None = None
+        self,
+        job: WriteJob[T],
+        *,
+        name: str,
+        undo: Callable[[Connection, T], None] | None = None,
+        pipelined: bool = False,
     ) -> T:
         """``job(connection)`` in one write transaction, committed when it returns, rolled back when it
         raises (the exception is the caller's). On a writer thread (:class:`SQLiteWriter`,
         :class:`PostgresWriter`): one hand-off each way instead of one event-loop hop per statement.
         Without writer threads (an in-memory SQLite database, ``writer_thread=False``): on the async
-        session. ``undo``: see :meth:`ThreadWriter.run` (writer threads only)."""
+        session. ``undo``: see :meth:`ThreadWriter.run` (writer threads only). ``pipelined``: the job
+        runs only :class:`~careerwise.store.direct.DirectStatement`, whose statements PostgreSQL's
+        writer then sends pipelined (``writer_pipeline``, :class:`PostgresWriter`)."""
         if self.writer is not None:
-            return await self.writer.run(job, name=name, undo=undo)
+            return await self.writer.run(job, name=name, undo=undo, pipelined=pipelined)
         async with self.session() as s, s.begin():
             return await s.run_sync(lambda sync: job(sync.connection()))
 
@@ -584,17 +670,42 @@ class Database:
         async with self.session(autocommit=True) as s:
             return await s.run_sync(lambda sync: job(sync.connection()))
 
+    async def write_atomic(self, job: WriteJob[T], *, name: str) -> T:
+        """``job(connection)`` whose statements are each atomic on their own (a counter's upsert), off
+        the event loop. PostgreSQL: on a reader thread, whose connection is in autocommit: each
+        statement commits by itself, one round trip, no BEGIN or COMMIT, and no queueing behind the
+        turns' writes. SQLite: on the writer thread, in one transaction (SQLite has one writer, and
+        the reader's connections are for reads). Without threads: an autocommit session on
+        PostgreSQL, a transaction on the async session on SQLite."""
+        if self.is_postgresql:
+            return await self.read(job, name=name)
+        return await self.write(job, name=name)
+
     @property
     def write_engine(self) -> Engine:
         """The engine whose connections run :meth:`write`'s jobs (for tests that watch the statements)."""
         return self.writer.engine if self.writer is not None else self.engine.sync_engine
 
     async def dispose(self) -> None:
-        if self.writer is not None:
-            await asyncio.to_thread(self.writer.stop)
-        if self.reader is not None:
-            await asyncio.to_thread(self.reader.stop)
-        await self.engine.dispose()
+        """Every step runs whatever an earlier one raised (threads, the async engine, the blocking
+        engine); the first failure is raised at the end, after all of them."""
+        steps: list[Callable[[], Awaitable[None]]] = []
+        for threads in (self.writer, self.reader):
+            if threads is not None:
+                steps.append(partial(asyncio.to_thread, threads.stop, THREADS_STOP_TIMEOUT))
+        steps.append(self.engine.dispose)
+        steps.append(partial(asyncio.to_thread, self._dispose_blocking))
+        failure: BaseException | None = None
+        for step in steps:
+            try:
+                await step()
+            except Exception as exc:  # logged here, the first one raised below
+                log.error("database: a step of closing the database failed: %r", exc, exc_info=exc)
+                failure = failure or exc
+        if failure is not None:
+            raise failure
+
+    def _dispose_blocking(self) -> None:
         with self._blocking_lock:
             blocking, self._blocking_engine = self._blocking_engine, None
         if blocking is not None:

@@ -17,12 +17,19 @@ the statements with them), and a driver error raised as SQLAlchemy's (``Integrit
 violation) after a dropped connection is invalidated so the pool replaces it. Not offered: RETURNING
 and expanding ``IN`` parameters; such a statement is refused when it is first compiled, so a misuse
 fails in tests instead of running something else.
+
+Pipelined (:func:`pipelined`, PostgreSQL's writer threads): psycopg's pipeline mode sends statements
+without waiting for each answer. :meth:`DirectStatement.send` only queues its statement; whatever needs
+an answer (:meth:`~DirectStatement.execute`'s row count, :meth:`~DirectStatement.fetch`'s rows) first
+syncs, so everything queued before it travels in the same round trip; the COMMIT carries the rest. A
+queued statement's error is raised at that next sync, on whichever statement (or the COMMIT) asked.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 from operator import itemgetter
@@ -34,7 +41,7 @@ from sqlalchemy.sql import ClauseElement, Executable, Insert, Select
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.schema import Column
 
-__all__ = ["DirectStatement", "execute_driver_sql"]
+__all__ = ["DirectStatement", "execute_driver_sql", "pipelined"]
 
 Params = Mapping[str, Any]
 R = TypeVar("R")
@@ -99,6 +106,18 @@ class DirectStatement:
     def execute(self, connection: Connection, params: Params | Sequence[Params]) -> int:
         """Run the statement with one mapping of parameters or a list of them (one ``executemany``;
         every mapping must have the same keys). Returns the driver's row count."""
+        return self._run_rows(connection, params, _rowcount)
+
+    def send(self, connection: Connection, params: Params | Sequence[Params]) -> None:
+        """:meth:`execute` for a caller that needs neither the row count nor the error right away: on a
+        pipelined connection (:func:`pipelined`) the statement is only queued, and its outcome (an error
+        included) arrives with the next statement that needs an answer, or with the COMMIT; elsewhere
+        it is :meth:`execute`."""
+        self._run_rows(connection, params, _queued if _pipeline(connection) is not None else _rowcount)
+
+    def _run_rows(
+        self, connection: Connection, params: Params | Sequence[Params], consume: Callable[[Any], Any]
+    ) -> int:
         many = not isinstance(params, Mapping)
         rows: Sequence[Params] = params if many else [params]  # type: ignore[assignment, list-item]
         if not rows:
@@ -109,8 +128,14 @@ class DirectStatement:
             # one statement of several VALUES rows, as SQLAlchemy's "insertmanyvalues" sends it:
             # psycopg's executemany costs its Python work per row
             sql = f"{compiled.sql_head}{', '.join([compiled.row_sql] * len(values))}"
-            return _run(connection, sql, [[v for row in values for v in row]], many=False)
-        return _run(connection, compiled.sql, values, many=many)
+            return int(
+                _run(connection, sql, [[v for row in values for v in row]], many=False, consume=consume) or 0
+            )
+        if many and consume is _queued:  # psycopg's executemany would sync the pipeline: one by one
+            for value in values:
+                _run(connection, compiled.sql, [value], many=False, consume=consume)
+            return 0
+        return int(_run(connection, compiled.sql, values, many=many, consume=consume) or 0)
 
     def fetch(self, connection: Connection, params: Params) -> list[tuple[Any, ...]]:
         """Run a SELECT and return its rows, each column through its type's result processor as
@@ -228,10 +253,44 @@ def _rowcount(cursor: Any) -> int:
     return int(cursor.rowcount)
 
 
-def execute_driver_sql(connection: Connection, sql: str) -> None:
-    """``sql`` with no parameters on the connection's DB-API cursor (SQLite's ``BEGIN IMMEDIATE`` on
-    the writer thread, every job), with :class:`DirectStatement`'s listeners and error translation."""
-    _run(connection, sql, [()], many=False)
+def _queued(_cursor: Any) -> None:
+    """A pipelined statement's outcome is read at the next sync, not here."""
+
+
+_PIPELINE = "cw_pipeline"  # the connection's psycopg Pipeline, while :func:`pipelined` is on
+
+
+def _pipeline(connection: Connection) -> Any:
+    return connection.info.get(_PIPELINE) if connection.dialect.name == "postgresql" else None
+
+
+@contextmanager
+def pipelined(connection: Connection) -> Iterator[None]:
+    """psycopg's pipeline mode on ``connection`` for the block (PostgreSQL only; elsewhere nothing
+    changes). Enter it before the transaction begins and leave it after the COMMIT: the BEGIN then
+    travels with the first statement and the COMMIT with the last queued ones, so a job of several
+    statements costs a round trip per answer it needs, not one per statement (docs/benchmarks.md,
+    "PostgreSQL's share of the burst"). Only :class:`DirectStatement` may run inside it: SQLAlchemy's
+    own ``execute`` reads the row count and the columns straight after sending, which a pipeline does
+    not have yet."""
+    if connection.dialect.name != "postgresql":
+        yield
+        return
+    dbapi_connection = connection.connection.dbapi_connection
+    assert dbapi_connection is not None
+    with dbapi_connection.pipeline() as pipeline:
+        connection.info[_PIPELINE] = pipeline
+        try:
+            yield
+        finally:
+            connection.info.pop(_PIPELINE, None)
+
+
+def execute_driver_sql(connection: Connection, sql: str, *, wait: bool = True) -> None:
+    """``sql`` with no parameters on the connection's DB-API cursor (the writers' ``BEGIN``, every
+    job), with :class:`DirectStatement`'s listeners and error translation. ``wait=False``: on a
+    pipelined connection only queued, as :meth:`DirectStatement.send`."""
+    _run(connection, sql, [()], many=False, consume=_rowcount if wait else _queued)
 
 
 def _run(
@@ -258,6 +317,8 @@ def _run(
             cursor.executemany(sql, params)
         else:
             cursor.execute(sql, params)
+        if consume is not _queued and (pipeline := _pipeline(connection)) is not None:
+            pipeline.sync()  # the answer is needed now: everything queued so far travels with it
         return consume(cursor)
     except dialect.loaded_dbapi.Error as error:
         dropped = dialect.is_disconnect(error, dbapi_connection, cursor)

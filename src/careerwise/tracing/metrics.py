@@ -6,6 +6,11 @@ With several workers (``careerwise serve --workers N``) the serve parent sets ``
 before the workers start: prometheus_client then keeps every counter, histogram and gauge in a file per
 process there, and a scrape of any worker adds them all up (:meth:`Metrics.render`). Do not move that
 variable into Settings: prometheus_client reads it itself, once, when it is imported.
+
+Those files hold only prometheus_client's own metrics (counters, gauges, histograms). A collector that
+reads figures at scrape time (the caches', the database threads', the background failures') has nothing
+in them, so a multiprocess scrape adds every such collector of the registry itself: the registry keeps
+the list (:class:`_Registry`), and nothing has to remember to name a new one there.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from typing import assert_never
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.exposition import generate_latest
+from prometheus_client.metrics import MetricWrapperBase
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
@@ -35,6 +41,7 @@ from careerwise.events import (
 )
 from careerwise.knowledge.cache import CacheStats
 from careerwise.tools.search_knowledge import NAME as SEARCH_TOOL
+from careerwise.tracing.background import failure_counts
 from careerwise.tracing.llm_calls import LLMCall
 from careerwise.tracing.turn import TurnEnd, TurnStart
 
@@ -48,9 +55,29 @@ _KNOWLEDGE_UNAVAILABLE = frozenset({"knowledge_unavailable", "deep_knowledge_una
 _KNOWLEDGE_SEARCH_FAILED = frozenset({"deep_knowledge_search_failed"})
 
 
+class _Registry(CollectorRegistry):
+    """A registry that knows which of its collectors read their figures at scrape time: those are what
+    a multiprocess scrape must add to the workers' files (:meth:`Metrics.render`). Everything else
+    registered here is one of prometheus_client's own metrics, whose values are in those files."""
+
+    def __init__(self) -> None:
+        super().__init__(auto_describe=True)
+        self.scrape_time: list[Collector] = []
+
+    def register(self, collector: Collector) -> None:
+        super().register(collector)  # raises on a duplicate name: nothing is listed then
+        if not isinstance(collector, MetricWrapperBase):
+            self.scrape_time.append(collector)
+
+    def unregister(self, collector: Collector) -> None:
+        super().unregister(collector)
+        if collector in self.scrape_time:
+            self.scrape_time.remove(collector)
+
+
 class Metrics:
     def __init__(self) -> None:
-        r = self.registry = CollectorRegistry(auto_describe=True)
+        r = self.registry = _Registry()
         self.http_requests = Counter(
             "careerwise_http_requests",
             "HTTP requests by route template and status.",
@@ -160,6 +187,7 @@ class Metrics:
             ["sink"],
             registry=r,
         )
+        r.register(_BackgroundFailureCollector())
 
     def render(self) -> bytes:
         directory = os.environ.get(MULTIPROC_ENV)  # prometheus_client's own switch (see the module doc)
@@ -167,10 +195,10 @@ class Metrics:
             return generate_latest(self.registry)
         combined = CollectorRegistry()  # every worker's values, read from their files
         MultiProcessCollector(combined, path=directory)  # type: ignore[no-untyped-call]
-        for name in ("_caches", "_writes"):  # read at scrape time from this worker's objects: per process
-            collector = getattr(self, name, None)
-            if collector is not None:
-                combined.register(collector)
+        # the scrape-time collectors read this worker's objects: their figures are this process's own.
+        # All of them, not a list of names here: one left out vanishes from production scrapes only
+        for collector in self.registry.scrape_time:
+            combined.register(collector)
         return generate_latest(combined)
 
     def watch_caches(self, source: Callable[[], Iterable[CacheStats]]) -> None:
@@ -276,6 +304,21 @@ class _JobCollector(Collector):
         for job, n in sorted(failures.items()):
             failed.add_metric([job], n)
         yield failed
+
+
+class _BackgroundFailureCollector(Collector):
+    """``careerwise_background_task_failures_total{task}`` from the process-wide tally of
+    :mod:`careerwise.tracing.background` (work nobody awaits; see there why it is process-wide)."""
+
+    def collect(self) -> Iterator[Metric]:
+        family = CounterMetricFamily(
+            "careerwise_background_task_failures",
+            "Background work that failed with nobody awaiting it (logged), by task.",
+            labels=["task"],
+        )
+        for task, n in sorted(failure_counts().items()):
+            family.add_metric([task], n)
+        yield family
 
 
 class MetricsTurn:
