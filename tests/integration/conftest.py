@@ -149,6 +149,18 @@ def pg_empty_database(pg_url: str) -> Iterator[str]:
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
+def empty_db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A migrated, empty database on each backend: a file in the test's folder for SQLite, a fresh
+    database for PostgreSQL."""
+    if request.param == "sqlite":
+        url = f"sqlite+aiosqlite:///{tmp_path / 'empty.db'}"
+    else:
+        url = request.getfixturevalue("pg_empty_database")
+    Database(url).migrate()
+    return url
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
 def db_overrides(request: pytest.FixtureRequest) -> dict[str, Any]:
     """Settings overrides for the backend under test: nothing for SQLite (the default), a fresh
     PostgreSQL database with the corpus for PostgreSQL."""

@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -36,15 +34,10 @@ from careerwise.store import Booking, BookingDialogue, Database
 from tests.booking_helpers import TOKEN_KEY, open_hours, slots_ahead
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def booking_db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+@pytest.fixture
+def booking_db_url(empty_db_url: str) -> str:
     """A migrated, empty database on each backend."""
-    if request.param == "sqlite":
-        url = f"sqlite+aiosqlite:///{tmp_path / 'bookings.db'}"
-    else:
-        url = request.getfixturevalue("pg_empty_database")
-    Database(url).migrate()
-    yield url
+    return empty_db_url
 
 
 async def _service(url: str) -> tuple[Database, BookingService]:

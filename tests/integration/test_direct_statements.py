@@ -35,14 +35,9 @@ TRACES = Trace.__table__
 EVENTS = TraceEvent.__table__
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-async def db(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Database]:
-    if request.param == "sqlite":
-        url = f"sqlite+aiosqlite:///{tmp_path / 'd.db'}"
-    else:
-        url = request.getfixturevalue("pg_empty_database")
-    database = Database(url, writer_threads=2)
-    database.migrate()
+@pytest.fixture
+async def db(empty_db_url: str) -> AsyncIterator[Database]:
+    database = Database(empty_db_url, writer_threads=2)
     yield database
     await database.dispose()
 

@@ -137,16 +137,10 @@ async def db(tmp_path: Path) -> AsyncIterator[Database]:
     await database.dispose()
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-async def any_db(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Database]:
+@pytest.fixture
+async def any_db(empty_db_url: str) -> AsyncIterator[Database]:
     """A fresh, migrated database on each backend."""
-    url = (
-        f"sqlite+aiosqlite:///{tmp_path / 'kb.db'}"
-        if request.param == "sqlite"
-        else request.getfixturevalue("pg_empty_database")
-    )
-    database = Database(url)
-    database.migrate()
+    database = Database(empty_db_url)
     yield database
     await database.dispose()
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 from sqlalchemy import event, select
@@ -21,14 +20,9 @@ from careerwise.ratelimit import SharedRateLimiter
 from careerwise.store import Database, RateLimitWindow
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-async def db(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Database]:
-    if request.param == "sqlite":
-        url = f"sqlite+aiosqlite:///{tmp_path / 'limits.db'}"
-    else:
-        url = request.getfixturevalue("pg_empty_database")
-    database = Database(url, writer_threads=2)
-    database.migrate()
+@pytest.fixture
+async def db(empty_db_url: str) -> AsyncIterator[Database]:
+    database = Database(empty_db_url, writer_threads=2)
     yield database
     await database.dispose()
 
@@ -110,7 +104,10 @@ async def test_concurrent_hits_from_two_processes_meet_one_limit(db: Database) -
 
         results = await asyncio.gather(*(one(i) for i in range(25)))
         assert sum(results) == 20
-        assert (await _rows(db))[("user_chat", "user-1")] == 25  # refused hits are counted too
+        await limiters[0].hit("user-2")  # another user: unaffected
+        rows = await _rows(db)
+        assert rows[("user_chat", "user-1")] == 25  # refused hits are counted too
+        assert rows[("user_chat", "user-2")] == 1
     finally:
         await other.dispose()
 
