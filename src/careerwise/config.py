@@ -33,8 +33,9 @@ class Settings(BaseSettings):
         description="PostgreSQL: threads (one connection each) that run a turn's writes off the event loop.",
     )
     database_writer_pipeline: bool = Field(
-        default=True,
-        description="PostgreSQL: the writer threads send a turn's statements in psycopg's pipeline mode.",
+        default=False,
+        description="PostgreSQL: the writer threads send a turn's statements in psycopg's pipeline mode "
+        "(off: in the quiet burst it cost more CPU and a longer tail than it saved in round trips).",
     )
 
     # --- LLM provider -------------------------------------------------------------------------

@@ -38,7 +38,8 @@ RETITLE = DirectStatement(update(CONVERSATIONS).where(CONVERSATIONS.c.id == bind
 @pytest.fixture
 async def db(pg_empty_database: str) -> AsyncIterator[Database]:
     Database(pg_empty_database).migrate()
-    database = Database(pg_empty_database, writer_threads=1)  # one connection: the next job reuses it
+    # one connection: the next job reuses it
+    database = Database(pg_empty_database, writer_threads=1, writer_pipeline=True)
     yield database
     await database.dispose()
 
@@ -138,12 +139,10 @@ async def test_a_queued_failure_is_raised_by_the_next_statement_that_waits(db: D
     assert await _titles(db) == []
 
 
-async def test_the_setting_turns_the_pipeline_off(
+async def test_the_pipeline_is_off_unless_the_setting_turns_it_on(
     make_services: Callable[..., Services], pg_empty_database: str
 ) -> None:
-    services = make_services(
-        with_corpus=False, database_url=pg_empty_database, database_writer_pipeline=False
-    )
+    services = make_services(with_corpus=False, database_url=pg_empty_database)
     assert isinstance(services.db.writer, PostgresWriter) and services.db.writer.pipeline is False
     with _pipeline_states(services.db.write_engine) as states:
         await services.db.write(lambda c: INSERT.send(c, _conversation("a")), name="t", pipelined=True)
@@ -165,7 +164,9 @@ async def test_a_turn_stores_the_same_rows_and_gives_the_same_refusals(
 ) -> None:
     """On both stores: a new conversation, a second turn in it, an unknown conversation (404), and a
     conversation whose reply is still pending (409); on PostgreSQL every statement pipelined."""
-    services = await ready(make_services(daily_token_budget=100_000, **db_overrides))
+    services = await ready(
+        make_services(daily_token_budget=100_000, database_writer_pipeline=True, **db_overrides)
+    )
     postgres = services.db.is_postgresql
     fake_llm.script(text("好的。"), text("好。"))
     with _pipeline_states(services.db.write_engine) if postgres else _no_states() as states:

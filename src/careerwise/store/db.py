@@ -419,7 +419,7 @@ class PostgresWriter(ThreadWriter):
     ``max_connections``). A connection that sat idle is pinged at checkout, as the async pool's are.
 
     Each transaction's BEGIN is the writer's own (psycopg in autocommit underneath; see
-    :meth:`_make_engine`), and a pipelined job runs in psycopg's pipeline mode (``pipeline``, on by
+    :meth:`_make_engine`), and a pipelined job runs in psycopg's pipeline mode (``pipeline``, off by
     default: ``CAREERWISE_DATABASE_WRITER_PIPELINE``; :meth:`_transaction`)."""
 
     thread_name = "careerwise-pg-writer"
@@ -545,7 +545,7 @@ class Database:
         ping_after_idle: float = PING_AFTER_IDLE,
         writer_thread: bool = True,
         writer_threads: int = WRITER_THREADS,
-        writer_pipeline: bool = True,
+        writer_pipeline: bool = False,
         reader_threads: int = READER_THREADS,
         pool_size: int = 5,
         max_overflow: int = 10,
