@@ -187,11 +187,11 @@ def _finish(
     return result
 
 
-def parts_old(
-    pg: PgVectorIndex, q: str, qvec: Vector, lexical: npt.NDArray[np.float32], fusion: FusionConfig
-) -> tuple[dict[str, float], SearchResult]:
-    """``TwoTripIndex.search``'s steps, one lap each."""
-    old = TwoTripIndex.of(pg)
+def _before_sql(
+    pg: PgVectorIndex, q: str, qvec: Vector, lexical: npt.NDArray[np.float32]
+) -> tuple[Clock, int, list[int], Vector]:
+    """The steps both paths share before their SQL, one lap each: the depth, BM25's extras, the
+    centred query."""
     clock = Clock()
     depth = min(max(pg.dense_depth, CANDIDATES, TOP_K), HNSW_MAX_EF_SEARCH)
     extra = _extras(pg, lexical, depth)
@@ -199,6 +199,15 @@ def parts_old(
     assert pg.centering is not None
     centred = pg.centering.query(qvec, detect_lang(q))
     clock.lap("centre the query")
+    return clock, depth, extra, centred
+
+
+def parts_old(
+    pg: PgVectorIndex, q: str, qvec: Vector, lexical: npt.NDArray[np.float32], fusion: FusionConfig
+) -> tuple[dict[str, float], SearchResult]:
+    """``TwoTripIndex.search``'s steps, one lap each."""
+    old = TwoTripIndex.of(pg)
+    clock, depth, extra, centred = _before_sql(pg, q, qvec, lexical)
     lit = vector_literal(centred)
     clock.lap("vector literal")
     conn = pg._engine.connect()
@@ -220,13 +229,7 @@ def parts_new(
     pg: PgVectorIndex, q: str, qvec: Vector, lexical: npt.NDArray[np.float32], fusion: FusionConfig
 ) -> tuple[dict[str, float], SearchResult]:
     """``PgVectorIndex.search``'s steps (``_fetch_scores`` opened up), one lap each."""
-    clock = Clock()
-    depth = min(max(pg.dense_depth, CANDIDATES, TOP_K), HNSW_MAX_EF_SEARCH)
-    extra = _extras(pg, lexical, depth)
-    clock.lap("BM25's best (extras)")
-    assert pg.centering is not None
-    centred = pg.centering.query(qvec, detect_lang(q))
-    clock.lap("centre the query")
+    clock, depth, extra, centred = _before_sql(pg, q, qvec, lexical)
     params: dict[str, object] = {
         "q": vector_literal(centred),
         "model": pg.embedding_model,

@@ -315,25 +315,17 @@ class ThreadWriter:
             log.info("database: the %s write was refused and rolled back: %s", item.name, exc)
             self._settle(item, None, exc)
             return
-        except Exception as exc:  # logged, counted, and raised to the caller
+        except BaseException as exc:  # logged, counted, and raised to the caller
             with self._counts:
                 self.failures[item.name] += 1
             log.warning("database: the %s write failed and was rolled back: %r", item.name, exc, exc_info=exc)
+            if not isinstance(exc, Exception):
+                # CancelledError, GeneratorExit...: handed to the caller's task as an Exception, which
+                # a BaseException would break, so that it does not wait forever either
+                interrupted = RuntimeError(f"the {item.name} write was interrupted: {exc!r}")
+                interrupted.__cause__ = exc
+                exc = interrupted
             self._settle(item, None, exc)
-            return
-        except (
-            BaseException
-        ) as exc:  # a job's CancelledError, GeneratorExit...: its caller must not wait forever
-            with self._counts:
-                self.failures[item.name] += 1
-            log.error(
-                "database: the %s write was interrupted and rolled back: %r", item.name, exc, exc_info=exc
-            )
-            interrupted = RuntimeError(f"the {item.name} write was interrupted: {exc!r}")
-            interrupted.__cause__ = exc
-            self._settle(
-                item, None, interrupted
-            )  # an Exception: a BaseException would break the caller's task
             return
         with self._counts:
             self.done += 1
