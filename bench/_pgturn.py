@@ -6,7 +6,7 @@ one throwaway PostgreSQL (tests/pg.py), the corpus ingested once, then ``bench/c
 (PostgreSQL, one worker) once per variant, round robin over ``BENCH_PGTURN_ROUNDS`` rounds, so a noisy
 minute lands on one run of each. A variant is a set of settings given to the server through its
 environment: ``BENCH_PGTURN_VARIANTS`` is ``;``-separated, each ``name:KEY=VALUE,KEY=VALUE`` (default: the
-writer's pipeline off, then on).
+writer's statements one by one, then batched as shipped).
 
 What each run adds to the burst's own report:
 
@@ -130,7 +130,8 @@ def _dump(path: Path) -> None:
 def _variants() -> list[tuple[str, dict[str, str]]]:
     spec = os.environ.get(
         "BENCH_PGTURN_VARIANTS",
-        "no pipeline:CAREERWISE_DATABASE_WRITER_PIPELINE=false;pipeline:CAREERWISE_DATABASE_WRITER_PIPELINE=true",
+        "one by one:CAREERWISE_DATABASE_WRITER_BATCH=false,CAREERWISE_DATABASE_WRITER_PIPELINE=false;"
+        "batch:CAREERWISE_DATABASE_WRITER_BATCH=true",
     )
     out = []
     for part in filter(None, (p.strip() for p in spec.split(";"))):

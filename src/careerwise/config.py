@@ -37,6 +37,11 @@ class Settings(BaseSettings):
         description="PostgreSQL: the writer threads send a turn's statements in psycopg's pipeline mode "
         "(off: in the quiet burst it cost more CPU and a longer tail than it saved in round trips).",
     )
+    database_writer_batch: bool = Field(
+        default=True,
+        description="PostgreSQL: the writer threads send a turn's statements together, as one query of "
+        "several statements with their values bound in the client: a round trip per answer the turn needs.",
+    )
 
     # --- LLM provider -------------------------------------------------------------------------
     llm_base_url: str | None = Field(

@@ -380,6 +380,7 @@ def build_services(
         max_overflow=settings.database_max_overflow,
         writer_threads=settings.database_writer_threads,
         writer_pipeline=settings.database_writer_pipeline,
+        writer_batch=settings.database_writer_batch,
     )
     db.migrate()
     kb = KnowledgeBase(

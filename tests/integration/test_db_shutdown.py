@@ -96,7 +96,7 @@ def test_a_pipelined_job_whose_begin_fails_leaves_the_pipeline() -> None:
         begin=failing_begin,
     )
     writer = PostgresWriter.__new__(PostgresWriter)
-    writer.pipeline = True
+    writer.pipeline, writer.batch = True, False
     item = cast(_Job, SimpleNamespace(pipelined=True))
     with pytest.raises(RuntimeError, match="BEGIN failed"):
         writer._transaction(cast(Connection, connection), item)

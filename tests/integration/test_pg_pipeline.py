@@ -142,7 +142,7 @@ async def test_a_queued_failure_is_raised_by_the_next_statement_that_waits(db: D
 async def test_the_pipeline_is_off_unless_the_setting_turns_it_on(
     make_services: Callable[..., Services], pg_empty_database: str
 ) -> None:
-    services = make_services(with_corpus=False, database_url=pg_empty_database)
+    services = make_services(with_corpus=False, database_url=pg_empty_database, database_writer_batch=False)
     assert isinstance(services.db.writer, PostgresWriter) and services.db.writer.pipeline is False
     with _pipeline_states(services.db.write_engine) as states:
         await services.db.write(lambda c: INSERT.send(c, _conversation("a")), name="t", pipelined=True)
@@ -165,7 +165,12 @@ async def test_a_turn_stores_the_same_rows_and_gives_the_same_refusals(
     """On both stores: a new conversation, a second turn in it, an unknown conversation (404), and a
     conversation whose reply is still pending (409); on PostgreSQL every statement pipelined."""
     services = await ready(
-        make_services(daily_token_budget=100_000, database_writer_pipeline=True, **db_overrides)
+        make_services(
+            daily_token_budget=100_000,
+            database_writer_pipeline=True,
+            database_writer_batch=False,
+            **db_overrides,
+        )
     )
     postgres = services.db.is_postgresql
     fake_llm.script(text("好的。"), text("好。"))

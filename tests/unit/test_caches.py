@@ -4,6 +4,7 @@ namespaces and expiry, and the ``careerwise_cache_*`` metrics."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
@@ -239,8 +240,10 @@ def _unit(*values: float) -> np.ndarray:
 
 
 def _answer(
-    question: str, vector: np.ndarray, *, ns: str = "ns", version: str = "v1", at: float = 0.0
+    question: str, vector: np.ndarray, *, ns: str = "ns", version: str = "v1", at: float | None = None
 ) -> StoredAnswer:
+    """``at``: when it was stored on the cache's clock; by default now on the real one (a fixed 0.0 is a
+    day old once the machine has been up a day, past the default time to live)."""
     return StoredAnswer(
         question=question,
         vector=vector,
@@ -249,7 +252,7 @@ def _answer(
         namespace=ns,
         version=version,
         trace_id="t1",
-        stored_at=at,
+        stored_at=time.monotonic() if at is None else at,
     )
 
 
@@ -281,9 +284,9 @@ def test_answer_cache_expires_and_stays_bounded() -> None:
     now = [0.0]
     cache = AnswerCache(threshold=0.9, size=2, ttl=60, clock=lambda: now[0])
     cache.observe_version("v1")
-    cache.store(_answer("a", _unit(1, 0, 0)))
-    cache.store(_answer("b", _unit(0, 1, 0)))
-    cache.store(_answer("c", _unit(0, 0, 1)))
+    cache.store(_answer("a", _unit(1, 0, 0), at=0.0))
+    cache.store(_answer("b", _unit(0, 1, 0), at=0.0))
+    cache.store(_answer("c", _unit(0, 0, 1), at=0.0))
     assert len(cache) == 2 and cache.lookup("ns", "a", _unit(1, 0, 0)) is None
     now[0] = 61.0
     assert cache.lookup("ns", "b", _unit(0, 1, 0)) is None

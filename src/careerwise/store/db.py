@@ -23,7 +23,7 @@ from sqlalchemy.exc import DisconnectionError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker, create_async_engine
 
 from careerwise.errors import CareerWiseError
-from careerwise.store.direct import execute_driver_sql, pipelined
+from careerwise.store.direct import batched, execute_driver_sql, flush_batch, pipelined
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -416,10 +416,13 @@ class PostgresWriter(ThreadWriter):
 
     thread_name = "careerwise-pg-writer"
 
-    def __init__(self, url: str, *, threads: int, ping_after_idle: float, pipeline: bool = True) -> None:
+    def __init__(
+        self, url: str, *, threads: int, ping_after_idle: float, pipeline: bool = True, batch: bool = False
+    ) -> None:
         super().__init__(url, threads=threads)
         self._ping_after_idle = ping_after_idle
         self.pipeline = pipeline
+        self.batch = batch
 
     def _make_engine(self) -> Engine:
         # psycopg in autocommit, the BEGIN sent by us: psycopg's own BEGIN waits for its answer in a
@@ -434,6 +437,12 @@ class PostgresWriter(ThreadWriter):
         def _begin(connection: Connection) -> None:
             execute_driver_sql(connection, "BEGIN", wait=False)
 
+        @event.listens_for(engine, "commit")
+        def _commit(connection: Connection) -> None:
+            # a batched job's kept statements travel with the COMMIT; psycopg then finds no transaction
+            # open and sends nothing more
+            flush_batch(connection, "COMMIT")
+
         return engine
 
     def _transaction(self, connection: Connection, item: _Job) -> AbstractContextManager[Any]:
@@ -443,10 +452,10 @@ class PostgresWriter(ThreadWriter):
         and must take it back from a busy event loop (up to a switch interval, 5 ms, each time), so the
         round trips cost the burst more than the server's time (docs/benchmarks.md, "PostgreSQL's share
         of the burst")."""
-        if not (self.pipeline and item.pipelined):
+        if not ((self.pipeline or self.batch) and item.pipelined):
             return connection.begin()
         with ExitStack() as stack:  # a BEGIN that fails leaves the pipeline too
-            stack.enter_context(pipelined(connection))
+            stack.enter_context(batched(connection) if self.batch else pipelined(connection))
             stack.enter_context(connection.begin())
             return stack.pop_all()
 
@@ -538,6 +547,7 @@ class Database:
         writer_thread: bool = True,
         writer_threads: int = WRITER_THREADS,
         writer_pipeline: bool = False,
+        writer_batch: bool = False,
         reader_threads: int = READER_THREADS,
         pool_size: int = 5,
         max_overflow: int = 10,
@@ -596,6 +606,7 @@ class Database:
                 threads=writer_threads,
                 ping_after_idle=ping_after_idle,
                 pipeline=writer_pipeline,
+                batch=writer_batch,
             )
         if self.writer is not None:
             weakref.finalize(self, self.writer.stop)
