@@ -257,9 +257,13 @@ async def test_concurrent_streams_and_delays(fake: FakeLLM, client: AsyncOpenAI)
     loop = asyncio.get_running_loop()
     t0 = loop.time()
     assert await asyncio.gather(*(one() for _ in range(4))) == ["abcd"] * 4
-    elapsed = loop.time() - t0
-    assert 0.16 <= elapsed < 1.0  # 0.1 + 3 * 0.02 each, served concurrently
-    assert fake.max_open_streams >= 2
+    assert loop.time() - t0 >= 0.16  # the delays are kept: 0.1 + 3 * 0.02 (no upper bound: noisy machine)
+    assert fake.max_open_streams >= 2  # served concurrently
+    # the server counts a stream closed after its last bytes left, on its own thread: wait for that
+    for _ in range(400):
+        if fake.open_streams == 0:
+            break
+        await asyncio.sleep(0.05)
     assert fake.open_streams == 0
 
 

@@ -411,8 +411,10 @@ class PostgresWriter(ThreadWriter):
     ``max_connections``). A connection that sat idle is pinged at checkout, as the async pool's are.
 
     Each transaction's BEGIN is the writer's own (psycopg in autocommit underneath; see
-    :meth:`_make_engine`), and a pipelined job runs in psycopg's pipeline mode (``pipeline``, off by
-    default: ``CAREERWISE_DATABASE_WRITER_PIPELINE``; :meth:`_transaction`)."""
+    :meth:`_make_engine`). A job whose caller says it runs only DirectStatements is batched (``batch``:
+    ``CAREERWISE_DATABASE_WRITER_BATCH``, on in the app; ``store/direct.py``'s :func:`batched`), or
+    else, with ``pipeline`` (``CAREERWISE_DATABASE_WRITER_PIPELINE``, off), run in psycopg's pipeline
+    mode (:meth:`_transaction`)."""
 
     thread_name = "careerwise-pg-writer"
 

@@ -23,6 +23,10 @@ without waiting for each answer. :meth:`DirectStatement.send` only queues its st
 an answer (:meth:`~DirectStatement.execute`'s row count, :meth:`~DirectStatement.fetch`'s rows) first
 syncs, so everything queued before it travels in the same round trip; the COMMIT carries the rest. A
 queued statement's error is raised at that next sync, on whichever statement (or the COMMIT) asked.
+
+Batched (:func:`batched`, PostgreSQL's writer threads by default): the same round trips as pipelined,
+but each is one query of several statements, their values bound in the client by psycopg, so one call
+into the driver instead of one per statement (:func:`batched` says why that matters).
 """
 
 from __future__ import annotations
