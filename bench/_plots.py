@@ -10,9 +10,15 @@ from bench.common import pct
 PERCENTILES = (50, 75, 90, 95, 99)
 
 
-def concurrency(folder: Path, runs: dict[str, tuple[list[float], list[float]]]) -> list[Path]:
+def concurrency(
+    folder: Path,
+    runs: dict[str, tuple[list[float], list[float]]],
+    *,
+    requests: int = 200,
+    spread: float = 2.0,
+) -> list[Path]:
     """``runs``: label ("SQLite, --workers 1") -> (provider text-shown ms, CareerWise first-text ms), in
-    the order to show. Returns the files written."""
+    the order to show; ``requests`` streams opened over ``spread`` seconds. Returns the files written."""
     try:
         import matplotlib
 
@@ -44,7 +50,7 @@ def concurrency(folder: Path, runs: dict[str, tuple[list[float], list[float]]]) 
         ax.set_xlabel("time to first visible text (ms, log scale)")
         ax.grid(alpha=0.3)
     for row in axes:
-        row[0].set_ylabel("share of the 200 requests")
+        row[0].set_ylabel(f"share of the {requests} requests")
     axes_list[0].legend(fontsize=8, loc="lower right")
     fig.tight_layout()
     path = folder / "concurrency-latency.png"
@@ -62,7 +68,7 @@ def concurrency(folder: Path, runs: dict[str, tuple[list[float], list[float]]]) 
     ax.axhline(100, color="#d62728", linestyle="--", linewidth=1, label="goal at p99: 100 ms")
     ax.set_xticks(range(len(PERCENTILES)), [f"p{q}" for q in PERCENTILES])
     ax.set_ylabel("added latency (ms)")
-    ax.set_title("CareerWise pN minus provider pN, 200 streams in 2 s", fontsize=10)
+    ax.set_title(f"CareerWise pN minus provider pN, {requests} streams in {spread:.0f} s", fontsize=10)
     ax.legend(fontsize=8)
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()

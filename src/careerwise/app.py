@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
-import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -114,12 +113,11 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
 
 @dataclass
 class _ProcessTuning:
-    """What start-up changed in the interpreter (the garbage collector, the GIL's switch interval),
-    undone at shutdown: an app built again in this process (tests) starts from the defaults."""
+    """What start-up changed in the interpreter (the garbage collector), undone at shutdown: an app
+    built again in this process (tests) starts from the defaults."""
 
     frozen: bool = False
     thresholds: tuple[int, int, int] | None = None
-    switch: float | None = None
 
     def apply(self, settings: Settings) -> None:
         if settings.gc_freeze:
@@ -127,9 +125,6 @@ class _ProcessTuning:
             log.info("memory: %d start-up objects frozen out of the garbage collector's walks", freeze_heap())
         if settings.gc_gen2_threshold:
             self.thresholds = space_full_collections(settings.gc_gen2_threshold)
-        self.switch = sys.getswitchinterval()  # the database threads' wait for the GIL (docs/benchmarks.md)
-        if settings.gil_switch_interval_ms:
-            sys.setswitchinterval(settings.gil_switch_interval_ms / 1000)
 
     def restore(self) -> None:
         if self.frozen:
@@ -138,9 +133,6 @@ class _ProcessTuning:
         if self.thresholds is not None:
             gc.set_threshold(*self.thresholds)
             self.thresholds = None
-        if self.switch is not None:
-            sys.setswitchinterval(self.switch)
-            self.switch = None
 
 
 async def _shut_down(

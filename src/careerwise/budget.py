@@ -88,7 +88,7 @@ class TokenBudget:
         closing transaction runs as one job (``Database.write``), on SQLite in the writer thread."""
         if tokens <= 0:
             return
-        # ``send``: pipelined on PostgreSQL's writer, it travels with the COMMIT (store/direct.py)
+        # ``send``: batched on PostgreSQL's writer, it travels with the COMMIT (store/direct.py)
         self._upsert_direct.send(connection, {"owner": key, "day": today(), "tokens": tokens})
 
     @cached_property

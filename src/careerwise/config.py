@@ -32,11 +32,6 @@ class Settings(BaseSettings):
         le=32,
         description="PostgreSQL: threads (one connection each) that run a turn's writes off the event loop.",
     )
-    database_writer_pipeline: bool = Field(
-        default=False,
-        description="PostgreSQL: the writer threads send a turn's statements in psycopg's pipeline mode "
-        "(off: in the quiet burst it cost more CPU and a longer tail than it saved in round trips).",
-    )
     database_writer_batch: bool = Field(
         default=True,
         description="PostgreSQL: the writer threads send a turn's statements together, as one query of "
@@ -298,13 +293,6 @@ class Settings(BaseSettings):
         ge=0,
         description="CPython's third collection threshold while serving: a full collection at most once "
         "every this many generation-1 collections (CPython's default 10); 0 = leave CPython's.",
-    )
-    gil_switch_interval_ms: float = Field(
-        default=0.0,
-        ge=0.0,
-        le=100.0,
-        description="While serving, how long a thread may hold the GIL while another waits for it "
-        "(sys.setswitchinterval; CPython's default 5 ms); 0 = leave CPython's.",
     )
 
     @model_validator(mode="after")

@@ -249,7 +249,7 @@ class Engine:
 
         def store(connection: Connection) -> _Opened:
             """The transaction, all of it in one job: on SQLite one hand-off to the writer thread. On
-            PostgreSQL pipelined (store/direct.py): ``send`` waits for no answer, so a new
+            PostgreSQL batched (store/direct.py): ``send`` waits for no answer, so a new
             conversation's three INSERTs travel with the COMMIT."""
             if conversation is None:
                 if _TOUCH_CONVERSATION.execute(connection, touch) != 1:  # unknown, or someone else's
@@ -266,7 +266,7 @@ class Engine:
             _INSERT_TRACE.send(connection, trace)
             return opened
 
-        return await self.db.write(store, name="turn opening", undo=_abandon_opening, pipelined=True)
+        return await self.db.write(store, name="turn opening", undo=_abandon_opening, direct_only=True)
 
     async def _expire_interrupted(self, conversation_id: str) -> int:
         """A reply still 'pending' long after any turn could have ended was interrupted (its process
@@ -508,7 +508,7 @@ class Engine:
         def store(connection: Connection) -> None:
             """The transaction, all of it in one job: on SQLite one hand-off to the writer thread."""
             stored = _FINISH_REPLY.execute(connection, reply)
-            _FINISH_TRACE.send(connection, {"trace": trace_id, **trace_values})  # pipelined: no wait
+            _FINISH_TRACE.send(connection, {"trace": trace_id, **trace_values})  # batched: no wait
             if stored != 1:
                 raise LookupError(f"the pending reply {asst_id} is gone")
             for table, rows in batches:
@@ -518,7 +518,7 @@ class Engine:
                 budget.add_on(connection, *spend)
 
         try:
-            await self.db.write(store, name="turn closing", pipelined=True)
+            await self.db.write(store, name="turn closing", direct_only=True)
         except Exception:
             log.exception("turn %s: could not store the trace", trace_id)
             raise

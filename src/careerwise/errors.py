@@ -15,6 +15,7 @@ CareerWiseError
 │   ├── LLMTimeoutError              no chunk within the read deadline / turn deadline
 │   └── LLMToolsUnsupportedError     the provider refused the ``tools`` parameter
 ├── KnowledgeUnavailableError (503) the retriever could not load or query
+│   └── SegmenterUnavailableError    jieba's dictionary did not load: Chinese text cannot be tokenized
 └── ToolError                     a tool failed; reported to the model, never to HTTP
     └── ToolArgumentsError           the model's arguments did not parse or validate
 """
@@ -86,6 +87,15 @@ class LLMToolsUnsupportedError(LLMError):
 
 class KnowledgeUnavailableError(CareerWiseError):
     code = "knowledge_unavailable"
+
+
+class SegmenterUnavailableError(KnowledgeUnavailableError):
+    """jieba's dictionary could not be loaded (a broken install: its files missing or unreadable), so
+    Chinese text cannot be tokenized, for a search or an ingest; the cause is chained. A failure of
+    ours, not the caller's: 503 like the rest of the retriever's (``knowledge/lexical.py`` retries the
+    load after ``SEGMENTER_RETRY_AFTER`` seconds)."""
+
+    code = "segmenter_unavailable"
 
 
 class ToolError(CareerWiseError):

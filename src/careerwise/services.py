@@ -356,7 +356,9 @@ class Services:
 
     async def aclose(self) -> None:
         """The database and the telemetry (buffered traces) are closed even when the providers' close
-        fails; the failure is raised after (the app's lifespan logs it)."""
+        fails; the failure is raised after (the app's lifespan logs it). The knowledge base's BM25
+        threads are let go first: that neither waits nor fails (``KnowledgeBase.close``)."""
+        self.kb.close()
         try:
             await self.providers.aclose()  # the default provider among them
         finally:
@@ -379,7 +381,6 @@ def build_services(
         pool_size=settings.database_pool_size,
         max_overflow=settings.database_max_overflow,
         writer_threads=settings.database_writer_threads,
-        writer_pipeline=settings.database_writer_pipeline,
         writer_batch=settings.database_writer_batch,
     )
     db.migrate()

@@ -1,7 +1,9 @@
 """Failures around the database's threads (store/db.py) that must never hang a caller or a shutdown: a
 job interrupted by a BaseException is raised to its caller (as a RuntimeError) and the thread goes on; a stop that waits on a stuck job gives up
-after its timeout and says which thread it left; a pipelined job whose BEGIN fails leaves the pipeline;
-closing the database and the services runs every step even when one fails."""
+after its timeout and says which thread it left; a job that comes after the stop (an undo whose commit
+reached the loop late, a write on a closed database) is refused instead of starting threads again; a
+batched job whose BEGIN fails leaves the batch; closing the database and the services runs every step
+even when one fails."""
 
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from sqlalchemy import Connection
 
 from careerwise.store import Database
 from careerwise.store.db import PostgresWriter, _Job
-from careerwise.store.direct import _PIPELINE
+from careerwise.store.direct import _BATCH
 
 HANG_GUARD = 30.0  # seconds: only so that a regression fails instead of hanging the suite
 
@@ -74,34 +76,64 @@ async def test_stop_gives_up_on_a_stuck_job_after_its_timeout(
     assert "careerwise-sqlite-writer still running" in caplog.text
 
 
-def test_a_pipelined_job_whose_begin_fails_leaves_the_pipeline() -> None:
-    left: list[bool] = []
+async def test_an_undo_that_comes_after_the_stop_is_refused_and_starts_nothing(
+    db: Database, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A job committed after its caller left, its outcome reaching the loop only once the database was
+    stopped: the undo is refused (logged, counted), and no engine or thread is made for it."""
+    started, release = threading.Event(), threading.Event()
 
-    class Pipeline:
-        def __enter__(self) -> Pipeline:
-            return self
+    def slow(connection: Connection) -> int:
+        started.set()
+        release.wait(HANG_GUARD)
+        return 1
 
-        def __exit__(self, *exc: object) -> None:
-            left.append(True)
+    undone: list[int] = []
+    writer = db.writer
+    assert writer is not None
+    caller = asyncio.ensure_future(db.write(slow, name="slow", undo=lambda _c, r: undone.append(r)))
+    assert await asyncio.to_thread(started.wait, HANG_GUARD)
+    caller.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await caller
+    release.set()
+    with caplog.at_level(logging.ERROR, logger="careerwise.store.db"):
+        # on the loop's thread, so the job's outcome reaches the loop only after the stop returned
+        writer.stop(HANG_GUARD)
+        assert writer.done == 1  # the job committed before its thread ended
+        for _ in range(500):  # the outcome is delivered on one of the next loop passes
+            if writer.failures or writer.running:
+                break
+            await asyncio.sleep(0.01)
+    assert not writer.running and writer._engine is None
+    assert writer.failures == {"slow undo": 1} and undone == []
+    assert "the slow undo write came after the careerwise-sqlite-writer threads were stopped" in caplog.text
 
+
+async def test_a_write_after_the_stop_is_refused_to_its_caller(db: Database) -> None:
+    writer = db.writer
+    assert writer is not None
+    await db.write(lambda c: None, name="start the thread")
+    writer.stop(HANG_GUARD)
+    with pytest.raises(RuntimeError, match="late write came after the database was closed"):
+        await asyncio.wait_for(db.write(lambda c: None, name="late"), HANG_GUARD)
+    assert not writer.running and writer._engine is None
+    assert writer.failures == {"late": 1}
+
+
+def test_a_batched_job_whose_begin_fails_leaves_the_batch() -> None:
     @contextmanager
     def failing_begin() -> Any:
         raise RuntimeError("BEGIN failed")
         yield  # pragma: no cover
 
-    connection = SimpleNamespace(
-        dialect=SimpleNamespace(name="postgresql"),
-        connection=SimpleNamespace(dbapi_connection=SimpleNamespace(pipeline=Pipeline)),
-        info={},
-        begin=failing_begin,
-    )
+    connection = SimpleNamespace(dialect=SimpleNamespace(name="postgresql"), info={}, begin=failing_begin)
     writer = PostgresWriter.__new__(PostgresWriter)
-    writer.pipeline, writer.batch = True, False
-    item = cast(_Job, SimpleNamespace(pipelined=True))
+    writer.batch = True
+    item = cast(_Job, SimpleNamespace(direct_only=True))
     with pytest.raises(RuntimeError, match="BEGIN failed"):
         writer._transaction(cast(Connection, connection), item)
-    assert left == [True]
-    assert _PIPELINE not in connection.info
+    assert _BATCH not in connection.info
 
 
 async def test_dispose_runs_every_step_when_one_fails(db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -144,6 +176,7 @@ async def test_services_close_the_database_and_telemetry_when_a_provider_fails()
         calls.append("database")
 
     services = SimpleNamespace(
+        kb=SimpleNamespace(close=lambda: None),  # let go first, and never fails (KnowledgeBase.close)
         providers=SimpleNamespace(aclose=providers_close),
         db=SimpleNamespace(dispose=db_dispose),
         engine=SimpleNamespace(telemetry=SimpleNamespace(shutdown=lambda: calls.append("telemetry"))),

@@ -1,76 +1,31 @@
 """PostgreSQL's search step in one round trip (session 7, ``PgVectorIndex._fetch_scores``): the same hits
-as the two-statement transaction it replaced, settings that apply to the search and end with it, a
-pooled connection handed back as it was taken, and a blocking engine that pings only idle connections.
+as the two-statement transaction it replaced (``tests/pg_before7.py``, which bench/_pgsearch_parts.py
+times), settings that apply to the search and end with it, a pooled connection handed back as it was
+taken, and a blocking engine that pings only idle connections.
 Also session 7's centring tolerance (``pg_centring.CENTRING_TOLERANCE``, measured at 100k chunks).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
 
 import numpy as np
 import psycopg
 import pytest
-from sqlalchemy import bindparam, create_engine, text
+from sqlalchemy import create_engine, text
 
-from careerwise.knowledge.embeddings import Embedder, Vector
-from careerwise.knowledge.index import FusionConfig, SearchResult
+from careerwise.knowledge.embeddings import Embedder
+from careerwise.knowledge.index import FusionConfig
 from careerwise.knowledge.pg_centring import CENTRING_TOLERANCE, sync_centring
-from careerwise.knowledge.pg_index import DENSE_DEPTH, EF_SEARCH, PgVectorIndex, vector_literal
+from careerwise.knowledge.pg_index import DENSE_DEPTH, EF_SEARCH, PgVectorIndex
 from careerwise.knowledge.service import KnowledgeBase
 from careerwise.store import Database
 from careerwise.store.db import sync_url
 from tests.integration.test_pg_centring import _move_stored_means
 from tests.integration.test_postgres import QUERIES
+from tests.pg_before7 import TwoStatementIndex, hit_rows
 
 MORE_QUERIES = [*QUERIES, "asdf jkl zxcv", "how do I explain a six-month job on my resume", "主管 溝通 衝突"]
-
-
-class TwoStatementIndex(PgVectorIndex):
-    """The search step as it was before session 7, kept here as the reference: a SQLAlchemy
-    transaction, the settings, the HNSW (or exact) statement, then BM25's extras missing from it."""
-
-    @classmethod
-    def of(cls, pg: PgVectorIndex) -> TwoStatementIndex:
-        view = cls.__new__(cls)
-        view.__dict__.update(pg.__dict__)
-        return view
-
-    def _similarities(
-        self, q: Vector, domains: Sequence[str] | None, depth: int | None, extra_ids: list[int]
-    ) -> dict[int, float]:
-        lit = vector_literal(q)
-        col = self.column
-        where = f"embedding_model = :model AND {col} IS NOT NULL"
-        params: dict[str, object] = {"q": lit, "model": self.embedding_model}
-        if domains:
-            where += " AND domain IN :domains"
-            params["domains"] = list(domains)
-        select = f"SELECT id, {self._score_sql()} AS s FROM chunks WHERE {where}"
-        if depth is not None:
-            select += f" ORDER BY {col} <=> CAST(:q AS vector) LIMIT :depth"
-            params["depth"] = depth
-        stmt = text(select)
-        if domains:
-            stmt = stmt.bindparams(bindparam("domains", expanding=True))
-        with self._engine.begin() as conn:
-            if depth is not None:
-                self._tune(conn, depth)
-            scores = {int(r.id): float(r.s) for r in conn.execute(stmt, params)}
-            missing = [i for i in extra_ids if i not in scores]
-            if missing:
-                exact = text(
-                    f"SELECT id, {self._score_sql()} AS s FROM chunks WHERE id = ANY(:ids) AND {col} IS NOT NULL"
-                )
-                scores.update(
-                    (int(r.id), float(r.s)) for r in conn.execute(exact, {"q": lit, "ids": missing})
-                )
-        return scores
-
-
-def _hits(result: SearchResult) -> list[tuple[int, float, float, float]]:
-    return [(h.chunk.id, h.score, h.dense, h.lexical) for h in result.hits]
 
 
 async def _loaded(db: Database, embedder: Embedder) -> PgVectorIndex:
@@ -102,7 +57,7 @@ async def test_one_round_trip_gives_the_hits_of_the_two_statements(
                     for doms in filters:
                         new = index.search(q, v, top_k=3, candidates=12, fusion=fusion, domains=doms)
                         old = before.search(q, v, top_k=3, candidates=12, fusion=fusion, domains=doms)
-                        assert _hits(new) == _hits(old), (q, doms, exact_up_to, depth, gate)
+                        assert hit_rows(new) == hit_rows(old), (q, doms, exact_up_to, depth, gate)
                         assert new.matched == old.matched, (q, doms)
                         compared += bool(new.hits)
         assert compared > 100  # most of them found something to compare

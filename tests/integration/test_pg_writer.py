@@ -259,11 +259,10 @@ async def test_dispose_ends_the_threads_and_closes_their_connections(migrated: s
             break
         await asyncio.sleep(0.02)
     assert await asyncio.to_thread(_connections_to, migrated, name) == 0
-    # a Database used again after dispose starts its writers again (as its engine reconnects)
-    await db.write(_insert_conversation("again"), name="test")
-    assert _writer(db).running
-    await db.dispose()
-    assert _writer_threads() == []
+    # for good: a write after dispose is refused, and starts no thread (store/db.py ``_submit``)
+    with pytest.raises(RuntimeError, match="after the database was closed"):
+        await db.write(_insert_conversation("again"), name="test")
+    assert not _writer(db).running and _writer_threads() == []
 
 
 async def test_without_writer_threads_a_job_runs_on_the_async_session(migrated: str) -> None:

@@ -16,7 +16,7 @@ import pytest
 from sqlalchemy import Connection, func, insert, select, update
 
 from careerwise.engine import TurnRequest
-from careerwise.errors import ConversationBusyError, NotFoundError
+from careerwise.errors import ConversationBusyError, KnowledgeUnavailableError, NotFoundError
 from careerwise.events import DoneEvent
 from careerwise.services import Services
 from careerwise.store import Conversation, Database, Message, Trace
@@ -93,6 +93,25 @@ async def test_a_failing_job_is_raised_to_its_caller_and_the_next_jobs_commit(db
     assert db.writer is not None and db.writer.failures == {"failing": 1}
 
 
+async def test_a_failure_of_ours_is_counted_even_when_it_is_one_of_our_errors(db: Database) -> None:
+    """Only the caller's answers (404, 409, 400) are refusals; a 5xx-class error of ours raised inside a
+    job is a failure like any other: raised, rolled back, counted."""
+
+    def refused(connection: Connection) -> None:
+        raise ConversationBusyError("busy")
+
+    def broken(connection: Connection) -> None:
+        _insert_conversation("rolled back")(connection)
+        raise KnowledgeUnavailableError("the index could not be read")
+
+    with pytest.raises(ConversationBusyError):
+        await db.write(refused, name="refused")
+    with pytest.raises(KnowledgeUnavailableError):
+        await db.write(broken, name="broken")
+    assert await _titles(db) == []
+    assert db.writer is not None and db.writer.failures == {"broken": 1}
+
+
 async def test_a_job_whose_caller_left_before_it_started_is_not_run(db: Database) -> None:
     release = threading.Event()
 
@@ -162,11 +181,12 @@ async def test_the_thread_ends_with_the_database(tmp_path: Path) -> None:
     await db.dispose()
     assert not db.writer.running
     assert WRITER not in [t.name for t in threading.enumerate()]
-    # a Database used again after dispose starts its writer again (as its engine reconnects)
-    await db.write(_insert_conversation("two"), name="test")
-    assert await _titles(db) == ["one", "two"]
-    await db.dispose()
+    # for good: a write after dispose is refused, and starts no thread (store/db.py ``_submit``)
+    with pytest.raises(RuntimeError, match="after the database was closed"):
+        await db.write(_insert_conversation("two"), name="test")
     assert WRITER not in [t.name for t in threading.enumerate()]
+    assert await _titles(db) == ["one"]
+    await db.dispose()
 
 
 async def test_a_memory_database_has_no_writer_thread_and_postgresql_has_its_own() -> None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import gc
 import logging
-import sys
 from collections.abc import Iterator
 from types import SimpleNamespace
 from typing import Any, cast
@@ -51,12 +50,11 @@ def _settings(**values: Any) -> Settings:
 
 @pytest.fixture(autouse=True)
 def _interpreter_as_it_was() -> Iterator[None]:
-    """Whatever the code under test does, the rest of the run gets the collector and GIL it had."""
-    thresholds, switch = gc.get_threshold(), sys.getswitchinterval()
+    """Whatever the code under test does, the rest of the run gets the collector it had."""
+    thresholds = gc.get_threshold()
     yield
     gc.unfreeze()
     gc.set_threshold(*thresholds)
-    sys.setswitchinterval(switch)
 
 
 async def test_a_failed_start_up_closes_the_services_it_had_started() -> None:
@@ -76,14 +74,12 @@ async def test_a_start_up_that_fails_after_the_heap_was_frozen_undoes_it() -> No
         raise RuntimeError("no model file")
 
     svc.provider = SimpleNamespace(warm=warm)
-    app = create_app(_settings(gil_switch_interval_ms=1), services=cast(Services, svc))
-    switch = sys.getswitchinterval()
+    app = create_app(_settings(), services=cast(Services, svc))
     with pytest.raises(RuntimeError, match="no model file"):
         async with app.router.lifespan_context(app):
             pytest.fail("start-up should have failed")
     assert svc.closed == 1
     assert gc.get_freeze_count() == 0 and gc.get_threshold() == thresholds
-    assert sys.getswitchinterval() == switch
 
 
 async def test_a_failed_shutdown_is_logged_raised_and_still_undoes_the_tuning(

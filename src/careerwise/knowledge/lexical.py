@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
+from careerwise.errors import SegmenterUnavailableError
 from careerwise.tracing.background import JIEBA_DICTIONARY, count_failure
 
 if TYPE_CHECKING:
@@ -91,12 +92,6 @@ def _converter() -> object:
     return opencc.OpenCC("t2s")
 
 
-class SegmenterUnavailableError(RuntimeError):
-    """jieba's dictionary could not be loaded (a broken install: its files missing or unreadable), so
-    Chinese text cannot be tokenized; the cause is chained. Raised at once for ``SEGMENTER_RETRY_AFTER``
-    seconds after a failed load, then the load is tried again."""
-
-
 # after a failed dictionary load, how long every Chinese text is refused at once instead of retrying:
 # lru_cache keeps no exception, so without this each search would redo the ~1 s build under the lock
 SEGMENTER_RETRY_AFTER = 60.0
@@ -130,6 +125,8 @@ def _segmenter() -> CompactJieba:
 
 
 def _unavailable(cause: BaseException) -> SegmenterUnavailableError:
+    """What every Chinese text gets for ``SEGMENTER_RETRY_AFTER`` seconds after a failed load (then the
+    load is tried again), with the load's failure chained."""
     error = SegmenterUnavailableError(
         f"the Chinese word segmenter is unavailable: {type(cause).__name__}: {cause}"
     )

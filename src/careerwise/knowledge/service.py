@@ -6,7 +6,7 @@ Searches go through two per-process caches: query embeddings (``CachedEmbedder``
 A query that is not in the embedding cache is embedded while a worker thread computes its BM25 scores
 (the engine releases the GIL), so a cold search costs max(embedding, BM25) plus the rest rather than
 the sum; the ranking is the same either way (``overlap_lexical=False`` runs them one after the other;
-tests compare the two).
+tests compare the two). ``KnowledgeBase.close`` (at the app's shutdown) lets that worker's threads end.
 """
 
 from __future__ import annotations
@@ -98,6 +98,7 @@ class KnowledgeBase:
         self.blas_threads = blas_threads
         self._lexical_pool: ThreadPoolExecutor | None = None
         self._lexical_pool_lock = threading.Lock()
+        self._closed = False  # ``close`` was called: BM25 no longer goes to a worker thread
 
     @property
     def reranker(self) -> Reranker | None:
@@ -371,20 +372,49 @@ class KnowledgeBase:
         self, index: SearchIndex, queries: list[str]
     ) -> tuple[Matrix, list[npt.NDArray[np.float32] | None]]:
         """The query vectors and, when they must be computed, each query's BM25 scores computed meanwhile
-        (None: ``index.search`` computes them, after the embedding)."""
+        (None: ``index.search`` computes them, after the embedding; also once the service is closed)."""
         embedder = self.embedder
         if not self.overlap_lexical or embedder.has_all(queries):
             return embedder.embed_queries(queries), [None] * len(queries)
-        qvecs, lexical = embed_beside_lexical(embedder, index, queries, self._lexical_worker_pool())
+        pending = self._submit_lexical(index, queries)
+        if pending is None:
+            return embedder.embed_queries(queries), [None] * len(queries)
+        qvecs, lexical = embed_beside(embedder, queries, pending)
         return qvecs, list(lexical)
 
-    def _lexical_worker_pool(self) -> ThreadPoolExecutor:
-        """Threads for the BM25 scoring that runs beside a query embedding (created on the first cold
-        search; two, so that concurrent searches do not queue behind each other's BM25)."""
+    def _submit_lexical(
+        self, index: SearchIndex, queries: Sequence[str]
+    ) -> Future[list[npt.NDArray[np.float32]]] | None:
+        """Queue the BM25 scoring that runs beside a query embedding on the worker threads, created on
+        the first cold search (two, so that concurrent searches do not queue behind each other's BM25).
+        None once ``close`` was called. Submitted under the lock that ``close`` takes, so a search racing
+        the shutdown either gets its work queued before the pool is shut (and it still runs) or finds
+        the service closed: never a pool that refuses the work."""
         with self._lexical_pool_lock:
+            if self._closed:
+                return None
             if self._lexical_pool is None:
                 self._lexical_pool = ThreadPoolExecutor(2, thread_name_prefix="careerwise-bm25")
-            return self._lexical_pool
+            return self._lexical_pool.submit(_lexical_scores, index, queries)
+
+    def close(self) -> None:
+        """Let the BM25 worker threads end (``Services.aclose``, at the app's shutdown); idempotent.
+
+        ``shutdown(wait=False)``: this runs on the event loop, and a search the server stopped waiting
+        for may still be running on another thread; waiting for its BM25 would stall the loop's
+        shutdown behind it. Work already queued is not cancelled (no ``cancel_futures``): that search
+        reads its future and must get scores, not a ``CancelledError``. The idle threads then end on
+        their own at once; a busy one ends when its BM25 is done.
+
+        A search after ``close`` still works, with its BM25 computed on its own thread after the
+        embedding (as ``overlap_lexical=False``: the same ranking, without the overlap's saving). It
+        neither fails (a turn still running during the shutdown would end in an error for nothing) nor
+        recreates the pool (whose threads nobody would shut down any more)."""
+        with self._lexical_pool_lock:
+            self._closed = True
+            pool, self._lexical_pool = self._lexical_pool, None
+        if pool is not None:
+            pool.shutdown(wait=False)
 
 
 def embed_beside_lexical(
@@ -397,7 +427,13 @@ def embed_beside_lexical(
     waiting when the vectors are ready, and the critical path never waits for another thread to be
     scheduled. With the embedding on the pool instead, each cold query paid two thread wake-ups, which
     cost milliseconds on a loaded machine (measured: docs/retrieval.md)."""
-    pending = pool.submit(_lexical_scores, index, queries)
+    return embed_beside(embedder, queries, pool.submit(_lexical_scores, index, queries))
+
+
+def embed_beside(
+    embedder: Embedder, queries: Sequence[str], pending: Future[list[npt.NDArray[np.float32]]]
+) -> tuple[Matrix, list[npt.NDArray[np.float32]]]:
+    """``embed_beside_lexical`` once the BM25 scoring is queued (``pending``)."""
     try:
         qvecs = embedder.embed_queries(list(queries))
     except BaseException:

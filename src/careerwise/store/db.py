@@ -22,8 +22,8 @@ from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import DisconnectionError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker, create_async_engine
 
-from careerwise.errors import CareerWiseError
-from careerwise.store.direct import batched, execute_driver_sql, flush_batch, pipelined
+from careerwise.errors import NotFoundError, UserInputError
+from careerwise.store.direct import batched, execute_driver_sql, flush_batch
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -186,7 +186,7 @@ class _Job:
     # run after the commit, in a transaction of its own, when the caller stopped waiting meanwhile
     undo: Callable[[Connection, Any], None] | None = None
     gone: threading.Event = field(default_factory=threading.Event)
-    pipelined: bool = False  # the job runs DirectStatements only (see ``ThreadWriter.run``)
+    direct_only: bool = False  # the job runs DirectStatements only (see ``ThreadWriter.run``)
 
 
 _STOP = object()
@@ -218,6 +218,7 @@ class ThreadWriter:
         self._workers: list[threading.Thread] = []
         self._engine: Engine | None = None
         self._guard = threading.Lock()
+        self._stopped = False  # for good: see ``_submit``
         self._counts = threading.Lock()  # ``done`` and ``failures`` are updated from several threads
         self.done = 0  # jobs committed
         self.failures: Counter[str] = Counter()  # failed jobs by job name
@@ -246,8 +247,15 @@ class ThreadWriter:
 
     def _submit(self, item: _Job) -> None:
         """Queue ``item``, starting the threads that do not run. Under the guard, so no job can land in
-        the queue of threads that :meth:`stop` has already told to end."""
+        the queue of threads that :meth:`stop` has already told to end.
+
+        After :meth:`stop` the job is refused instead (:meth:`_refuse`): an undo whose commit reached the
+        caller's loop after the stop (:meth:`_deliver`), or a write on a disposed database, would
+        otherwise make a new engine and start new threads that nothing stops any more."""
         with self._guard:
+            if self._stopped:
+                self._refuse(item)
+                return
             engine = self._engine_locked()
             alive = [t for t in self._workers if t.is_alive()]
             if not alive:  # a queue per generation of threads: stopped ones drain only their own
@@ -265,6 +273,21 @@ class ThreadWriter:
             self._workers = alive
             self._queue.put(item)
 
+    def _refuse(self, item: _Job) -> None:
+        """A job that came after :meth:`stop`: logged, counted in :attr:`failures` under its name, and
+        raised to its caller (on the caller's loop: :meth:`run` and :meth:`_deliver` call from there)."""
+        with self._counts:
+            self.failures[item.name] += 1
+        log.error(
+            "database: the %s write came after the %s threads were stopped; refused",
+            item.name,
+            self.thread_name,
+        )
+        if not item.future.done():
+            item.future.set_exception(
+                RuntimeError(f"the {item.name} write came after the database was closed")
+            )
+
     @property
     def running(self) -> bool:
         return any(t.is_alive() for t in self._workers)
@@ -279,15 +302,18 @@ class ThreadWriter:
         *,
         name: str,
         undo: Callable[[Connection, T], None] | None = None,
-        pipelined: bool = False,
+        direct_only: bool = False,
     ) -> T:
         """``job(connection)`` in a transaction of its own on a writer thread; its result, or its
         exception. A caller cancelled before the job starts skips it; one cancelled while it runs still
         has it committed, and then ``undo(connection, result)`` runs in a transaction of its own.
-        ``pipelined``: the job runs only :class:`~careerwise.store.direct.DirectStatement`, so a writer
-        that pipelines (:class:`PostgresWriter`) may send its statements without waiting for each."""
+        ``direct_only``: the caller promises that every statement of the job goes through
+        :class:`~careerwise.store.direct.DirectStatement` (or ``execute_driver_sql``), so a writer that
+        batches (:class:`PostgresWriter`) may keep its statements and send them together. The promise is
+        the caller's because it cannot be checked: a ``connection.execute`` inside a batch would reach
+        the server at once, ahead of the kept BEGIN, outside the transaction."""
         loop = asyncio.get_running_loop()
-        item = _Job(job, name, loop, loop.create_future(), undo, pipelined=pipelined)
+        item = _Job(job, name, loop, loop.create_future(), undo, direct_only=direct_only)
         item.future.add_done_callback(lambda f: item.gone.set() if f.cancelled() else None)
         self._submit(item)
         result: T = await item.future
@@ -311,7 +337,9 @@ class ThreadWriter:
         try:
             with engine.connect() as connection, self._transaction(connection, item):
                 result = item.run(connection)
-        except CareerWiseError as exc:  # the caller's answer (a busy conversation: 409, not ours: 404)
+        # the caller's answer (a busy conversation: 409, not ours: 404), not a failure of ours; any
+        # other CareerWiseError (a 5xx one: the knowledge base, the provider) is counted below
+        except (UserInputError, NotFoundError) as exc:
             log.info("database: the %s write was refused and rolled back: %s", item.name, exc)
             self._settle(item, None, exc)
             return
@@ -359,6 +387,7 @@ class ThreadWriter:
         that does not answer must not hang the shutdown, so threads still running then are left (they
         are daemons), and named in an error."""
         with self._guard:
+            self._stopped = True
             workers, self._workers = self._workers, []
             engine, self._engine = self._engine, None
             for _ in workers:
@@ -411,24 +440,21 @@ class PostgresWriter(ThreadWriter):
     ``max_connections``). A connection that sat idle is pinged at checkout, as the async pool's are.
 
     Each transaction's BEGIN is the writer's own (psycopg in autocommit underneath; see
-    :meth:`_make_engine`). A job whose caller says it runs only DirectStatements is batched (``batch``:
-    ``CAREERWISE_DATABASE_WRITER_BATCH``, on in the app; ``store/direct.py``'s :func:`batched`), or
-    else, with ``pipeline`` (``CAREERWISE_DATABASE_WRITER_PIPELINE``, off), run in psycopg's pipeline
-    mode (:meth:`_transaction`)."""
+    :meth:`_make_engine`). A job whose caller says it runs only DirectStatements (``direct_only``) is
+    batched with ``batch`` (``CAREERWISE_DATABASE_WRITER_BATCH``, on in the app; ``store/direct.py``'s
+    :func:`batched`, :meth:`_transaction`); every other job, and every job with ``batch`` off, sends its
+    statements one by one."""
 
     thread_name = "careerwise-pg-writer"
 
-    def __init__(
-        self, url: str, *, threads: int, ping_after_idle: float, pipeline: bool = True, batch: bool = False
-    ) -> None:
+    def __init__(self, url: str, *, threads: int, ping_after_idle: float, batch: bool = False) -> None:
         super().__init__(url, threads=threads)
         self._ping_after_idle = ping_after_idle
-        self.pipeline = pipeline
         self.batch = batch
 
     def _make_engine(self) -> Engine:
-        # psycopg in autocommit, the BEGIN sent by us: psycopg's own BEGIN waits for its answer in a
-        # pipeline (a round trip of its own); ours is queued with the statements. COMMIT and ROLLBACK
+        # psycopg in autocommit, the BEGIN sent by us: psycopg's own BEGIN waits for its answer (a round
+        # trip of its own); ours is kept in a batch and travels with the statements. COMMIT and ROLLBACK
         # stay psycopg's (it sends them whenever a transaction is open, autocommit or not)
         engine = create_engine(
             self._url, pool_size=self.threads, max_overflow=0, isolation_level="AUTOCOMMIT"
@@ -448,16 +474,16 @@ class PostgresWriter(ThreadWriter):
         return engine
 
     def _transaction(self, connection: Connection, item: _Job) -> AbstractContextManager[Any]:
-        """A pipelined job (``pipeline`` on and the job's caller says it may be) in psycopg's pipeline
-        mode, entered before its BEGIN and left after its COMMIT: its statements travel together, a
-        round trip per answer it needs instead of one per statement. Each round trip lets go of the GIL
-        and must take it back from a busy event loop (up to a switch interval, 5 ms, each time), so the
-        round trips cost the burst more than the server's time (docs/benchmarks.md, "PostgreSQL's share
-        of the burst")."""
-        if not ((self.pipeline or self.batch) and item.pipelined):
+        """A batched job (``batch`` on and the job's caller says it runs only DirectStatements) in
+        :func:`batched`, entered before its BEGIN and left after its COMMIT: its statements travel
+        together, a round trip per answer it needs instead of one per statement. Each round trip lets go
+        of the GIL and must take it back from a busy event loop (up to a switch interval, 5 ms, each
+        time), so the round trips cost the burst more than the server's time (docs/benchmarks.md,
+        "PostgreSQL's share of the burst")."""
+        if not (self.batch and item.direct_only):
             return connection.begin()
-        with ExitStack() as stack:  # a BEGIN that fails leaves the pipeline too
-            stack.enter_context(batched(connection) if self.batch else pipelined(connection))
+        with ExitStack() as stack:  # a BEGIN that fails leaves the batch too
+            stack.enter_context(batched(connection))
             stack.enter_context(connection.begin())
             return stack.pop_all()
 
@@ -548,7 +574,6 @@ class Database:
         ping_after_idle: float = PING_AFTER_IDLE,
         writer_thread: bool = True,
         writer_threads: int = WRITER_THREADS,
-        writer_pipeline: bool = False,
         writer_batch: bool = False,
         reader_threads: int = READER_THREADS,
         pool_size: int = 5,
@@ -560,8 +585,8 @@ class Database:
         PostgreSQL's async connection pool per process (SQLAlchemy's defaults); a burst of turns waits
         for a connection beyond them (docs/deployment.md). The writer threads' connections come on top,
         and so do the reader threads' (``reader_threads``, :meth:`read`), which run wherever the writer
-        threads do. ``writer_pipeline``: PostgreSQL's writer threads send a pipelined job's statements in
-        psycopg's pipeline mode (:meth:`PostgresWriter._transaction`)."""
+        threads do. ``writer_batch``: PostgreSQL's writer threads send a ``direct_only`` job's
+        statements together (:meth:`PostgresWriter._transaction`)."""
         url = async_url(url)
         self.url = url
         if url.startswith("sqlite"):
@@ -607,7 +632,6 @@ class Database:
                 sync_url(url),
                 threads=writer_threads,
                 ping_after_idle=ping_after_idle,
-                pipeline=writer_pipeline,
                 batch=writer_batch,
             )
         if self.writer is not None:
@@ -652,17 +676,18 @@ class Database:
         *,
         name: str,
         undo: Callable[[Connection, T], None] | None = None,
-        pipelined: bool = False,
+        direct_only: bool = False,
     ) -> T:
         """``job(connection)`` in one write transaction, committed when it returns, rolled back when it
         raises (the exception is the caller's). On a writer thread (:class:`SQLiteWriter`,
         :class:`PostgresWriter`): one hand-off each way instead of one event-loop hop per statement.
         Without writer threads (an in-memory SQLite database, ``writer_thread=False``): on the async
-        session. ``undo``: see :meth:`ThreadWriter.run` (writer threads only). ``pipelined``: the job
+        session. ``undo``: see :meth:`ThreadWriter.run` (writer threads only). ``direct_only``: the job
         runs only :class:`~careerwise.store.direct.DirectStatement`, whose statements PostgreSQL's
-        writer then sends pipelined (``writer_pipeline``, :class:`PostgresWriter`)."""
+        writer may then batch (``writer_batch``; :meth:`ThreadWriter.run` says why the caller must say
+        so)."""
         if self.writer is not None:
-            return await self.writer.run(job, name=name, undo=undo, pipelined=pipelined)
+            return await self.writer.run(job, name=name, undo=undo, direct_only=direct_only)
         async with self.session() as s, s.begin():
             return await s.run_sync(lambda sync: job(sync.connection()))
 
@@ -693,7 +718,9 @@ class Database:
 
     async def dispose(self) -> None:
         """Every step runs whatever an earlier one raised (threads, the async engine, the blocking
-        engine); the first failure is raised at the end, after all of them."""
+        engine); the first failure is raised at the end, after all of them. The threads are stopped for
+        good: a :meth:`write` or :meth:`read` after it is refused (``ThreadWriter._submit``) rather than
+        starting threads that nothing would stop."""
         steps: list[Callable[[], Awaitable[None]]] = []
         for threads in (self.writer, self.reader):
             if threads is not None:

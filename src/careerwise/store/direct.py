@@ -18,15 +18,12 @@ violation) after a dropped connection is invalidated so the pool replaces it. No
 and expanding ``IN`` parameters; such a statement is refused when it is first compiled, so a misuse
 fails in tests instead of running something else.
 
-Pipelined (:func:`pipelined`, PostgreSQL's writer threads): psycopg's pipeline mode sends statements
-without waiting for each answer. :meth:`DirectStatement.send` only queues its statement; whatever needs
-an answer (:meth:`~DirectStatement.execute`'s row count, :meth:`~DirectStatement.fetch`'s rows) first
-syncs, so everything queued before it travels in the same round trip; the COMMIT carries the rest. A
-queued statement's error is raised at that next sync, on whichever statement (or the COMMIT) asked.
-
-Batched (:func:`batched`, PostgreSQL's writer threads by default): the same round trips as pipelined,
-but each is one query of several statements, their values bound in the client by psycopg, so one call
-into the driver instead of one per statement (:func:`batched` says why that matters).
+Batched (:func:`batched`, PostgreSQL's writer threads by default): :meth:`DirectStatement.send` only
+keeps its statement, its values bound into its text by psycopg; whatever needs an answer
+(:meth:`~DirectStatement.execute`'s row count, :meth:`~DirectStatement.fetch`'s rows) goes with everything
+kept before it as one query of several statements, one round trip and one call into the driver; the
+COMMIT carries the rest. A kept statement's error is raised at that next send, on whichever statement (or
+the COMMIT) sent it (:func:`batched` says why the calls matter).
 """
 
 from __future__ import annotations
@@ -45,7 +42,7 @@ from sqlalchemy.sql import ClauseElement, Executable, Insert, Select
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.schema import Column
 
-__all__ = ["DirectStatement", "batched", "execute_driver_sql", "flush_batch", "pipelined"]
+__all__ = ["DirectStatement", "batched", "execute_driver_sql", "flush_batch"]
 
 Params = Mapping[str, Any]
 R = TypeVar("R")
@@ -114,10 +111,10 @@ class DirectStatement:
 
     def send(self, connection: Connection, params: Params | Sequence[Params]) -> None:
         """:meth:`execute` for a caller that needs neither the row count nor the error right away: on a
-        pipelined connection (:func:`pipelined`) the statement is only queued, and its outcome (an error
+        batched connection (:func:`batched`) the statement is only kept, and its outcome (an error
         included) arrives with the next statement that needs an answer, or with the COMMIT; elsewhere
         it is :meth:`execute`."""
-        self._run_rows(connection, params, _queued if _sends_later(connection) else _rowcount)
+        self._run_rows(connection, params, _rowcount if _batch(connection) is None else _queued)
 
     def _run_rows(
         self, connection: Connection, params: Params | Sequence[Params], consume: Callable[[Any], Any]
@@ -135,10 +132,6 @@ class DirectStatement:
             return int(
                 _run(connection, sql, [[v for row in values for v in row]], many=False, consume=consume) or 0
             )
-        if many and consume is _queued:  # psycopg's executemany would sync the pipeline: one by one
-            for value in values:
-                _run(connection, compiled.sql, [value], many=False, consume=consume)
-            return 0
         return int(_run(connection, compiled.sql, values, many=many, consume=consume) or 0)
 
     def fetch(self, connection: Connection, params: Params) -> list[tuple[Any, ...]]:
@@ -258,14 +251,7 @@ def _rowcount(cursor: Any) -> int:
 
 
 def _queued(_cursor: Any) -> None:
-    """A pipelined statement's outcome is read at the next sync, not here."""
-
-
-_PIPELINE = "cw_pipeline"  # the connection's psycopg Pipeline, while :func:`pipelined` is on
-
-
-def _pipeline(connection: Connection) -> Any:
-    return connection.info.get(_PIPELINE) if connection.dialect.name == "postgresql" else None
+    """A kept statement's outcome is read when the batch is sent, not here."""
 
 
 _BATCH = "cw_batch"  # the connection's statements waiting to travel together, while :func:`batched` is on
@@ -275,10 +261,6 @@ def _batch(connection: Connection) -> list[str] | None:
     return connection.info.get(_BATCH) if connection.dialect.name == "postgresql" else None
 
 
-def _sends_later(connection: Connection) -> bool:
-    return _pipeline(connection) is not None or _batch(connection) is not None
-
-
 @contextmanager
 def batched(connection: Connection) -> Iterator[None]:
     """The connection's statements sent together for the block (PostgreSQL only; elsewhere nothing
@@ -286,11 +268,15 @@ def batched(connection: Connection) -> Iterator[None]:
     values written into it as literals by psycopg's client-side binding; a statement that needs an
     answer (:meth:`~DirectStatement.execute`, :meth:`~DirectStatement.fetch`) goes with everything kept
     before it as one query of several statements, one round trip and one call into the driver, and reads
-    the last statement's outcome; :func:`flush_batch` sends what is left with the COMMIT. Compared with
-    :func:`pipelined`, the same round trips for far less of the driver's Python, so far fewer times the
-    writer thread lets go of the GIL and has to take it back from a busy event loop (docs/benchmarks.md,
-    "PostgreSQL's turn in fewer calls"). A kept statement's error is raised at the next send, by whichever
-    statement (or the COMMIT) sent it; PostgreSQL runs nothing after it, and the transaction rolls back."""
+    the last statement's outcome; :func:`flush_batch` sends what is left with the COMMIT. psycopg's
+    pipeline mode, tried first (session 7, removed in session 9), made as many round trips or more and
+    ran far more of the driver's Python per statement, so the writer thread let go of the GIL and had to
+    take it back from a busy event loop far more often (docs/benchmarks.md, "PostgreSQL's turn in fewer
+    calls"). A kept statement's error is raised at the next send, by whichever statement (or the COMMIT)
+    sent it; PostgreSQL runs nothing after it, and the transaction rolls back. Only
+    :class:`DirectStatement` and :func:`execute_driver_sql` may run inside it: SQLAlchemy's own
+    ``execute`` would send its statement at once, ahead of the kept ones (the BEGIN among them), so
+    outside the transaction."""
     if connection.dialect.name != "postgresql":
         yield
         return
@@ -313,32 +299,10 @@ def flush_batch(connection: Connection, last: str) -> bool:
     return True
 
 
-@contextmanager
-def pipelined(connection: Connection) -> Iterator[None]:
-    """psycopg's pipeline mode on ``connection`` for the block (PostgreSQL only; elsewhere nothing
-    changes). Enter it before the transaction begins and leave it after the COMMIT: the BEGIN then
-    travels with the first statement and the COMMIT with the last queued ones, so a job of several
-    statements costs a round trip per answer it needs, not one per statement (docs/benchmarks.md,
-    "PostgreSQL's share of the burst"). Only :class:`DirectStatement` may run inside it: SQLAlchemy's
-    own ``execute`` reads the row count and the columns straight after sending, which a pipeline does
-    not have yet."""
-    if connection.dialect.name != "postgresql":
-        yield
-        return
-    dbapi_connection = connection.connection.dbapi_connection
-    assert dbapi_connection is not None
-    with dbapi_connection.pipeline() as pipeline:
-        connection.info[_PIPELINE] = pipeline
-        try:
-            yield
-        finally:
-            connection.info.pop(_PIPELINE, None)
-
-
 def execute_driver_sql(connection: Connection, sql: str, *, wait: bool = True) -> None:
     """``sql`` with no parameters on the connection's DB-API cursor (the writers' ``BEGIN``, every
     job), with :class:`DirectStatement`'s listeners and error translation. ``wait=False``: on a
-    pipelined connection only queued, as :meth:`DirectStatement.send`."""
+    batched connection only kept, as :meth:`DirectStatement.send`."""
     _run(connection, sql, [()], many=False, consume=_rowcount if wait else _queued)
 
 
@@ -377,8 +341,6 @@ def _run(
             cursor.executemany(sql, params)
         else:
             cursor.execute(sql, params)
-        if consume is not _queued and (pipeline := _pipeline(connection)) is not None:
-            pipeline.sync()  # the answer is needed now: everything queued so far travels with it
         return consume(cursor)
     except dialect.loaded_dbapi.Error as error:
         dropped = dialect.is_disconnect(error, dbapi_connection, cursor)
