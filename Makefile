@@ -10,13 +10,22 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-# llama.cpp compiled for any x86-64 with AVX2 rather than for the build machine (GGML_NATIVE, its
-# default): a native build on a virtual machine whose CPU advertises AMX used AMX kernels the hypervisor
-# does not run, and the embedded model died (SIGSEGV in ldtilecfg) at its first token (2026-12-01).
-# --no-cache-dir: pip's wheel cache does not key on CMAKE_ARGS, so a wheel built earlier with other
-# flags would be installed again.
+# llama.cpp compiled for the instruction sets this machine's CPU lists, but never AMX, instead of
+# GGML_NATIVE (its default, -march=native): on a virtual machine whose CPU advertises AMX, the native
+# build used AMX kernels the hypervisor does not run, and the embedded model died (SIGSEGV in ldtilecfg)
+# at its first token (2026-12-01). The venv is built on the machine that runs it, so taking AVX-512
+# where the CPU has it costs no portability (AVX2 only read the prompt at 57-68 tokens a second here,
+# with AVX-512 89-124; generation ran at 7-9 either way).
+# --no-cache-dir: pip's wheel cache does not key on CMAKE_ARGS, so a wheel built earlier, elsewhere or
+# with other flags would be installed again.
 ifeq ($(shell uname -m),x86_64)
-LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+CPU_FLAGS := $(shell grep -m1 '^flags' /proc/cpuinfo 2>/dev/null)
+ggml_isa = -DGGML_$(2)=$(if $(filter $(1),$(CPU_FLAGS)),ON,OFF)
+LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF $(call ggml_isa,avx,AVX) $(call ggml_isa,avx2,AVX2) \
+	$(call ggml_isa,bmi2,BMI2) $(call ggml_isa,fma,FMA) $(call ggml_isa,f16c,F16C) \
+	$(call ggml_isa,avx_vnni,AVX_VNNI) $(call ggml_isa,avx512f,AVX512) \
+	$(call ggml_isa,avx512vbmi,AVX512_VBMI) $(call ggml_isa,avx512_vnni,AVX512_VNNI) \
+	$(call ggml_isa,avx512_bf16,AVX512_BF16)
 endif
 LLAMA_REQ := $(shell grep -o "llama-cpp-python\[server\]==[0-9.]*" pyproject.toml)
 
