@@ -6,6 +6,7 @@ import asyncio
 import logging
 import os
 import secrets
+import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -314,9 +315,22 @@ def session_secret(settings: Settings) -> str:
         return path.read_text().strip()
     path.parent.mkdir(parents=True, exist_ok=True)
     value = secrets.token_urlsafe(48)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w") as f:
-        f.write(value)
+    # `serve --workers N` starts N processes that all get here at once on a new data folder: the secret is
+    # written whole under a name of this process's own, then linked into place, which fails if another
+    # process got there first; then theirs is the secret (read whole: it was complete before its link).
+    # A create-exclusive open of the final name let the loser fail its start-up, or read it half written.
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".session_secret.")  # mode 0600
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(value)
+            f.flush()
+            os.fsync(f.fileno())
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            return path.read_text().strip()
+    finally:
+        os.unlink(tmp)
     return value
 
 
