@@ -149,6 +149,8 @@ async def _retrieval(
         fresh.embedder.embed_queries([text])
         await fresh.search(text, top_k=3, candidates=12)
     rates = {s.name: s for s in fresh.cache_stats()}
+    for each in (plain, kb, fresh):
+        each.close()
     return rows, rates
 
 

@@ -19,9 +19,8 @@ provider (no local model) takes the same steps first, so the two sit side by sid
 same page cache.
 
 The local model runs twice: as shipped, and with llama.cpp's extra buffer types off
-(``use_extra_bufts=False`` in its model parameters, set by a sitecustomize that only this benchmark puts
-on the server's PYTHONPATH; the app has no setting for it). The extra buffer types are the CPU backend's
-repacked copies of the weights (AMX tiles where the CPU has AMX, interleaved blocks for AVX2/AVX-512):
+(``CAREERWISE_LOCAL_REPACK_WEIGHTS=false``: ``use_extra_bufts=False`` in its model parameters). The extra
+buffer types are the CPU backend's repacked copies of the weights (AMX tiles where the CPU has AMX, interleaved blocks for AVX2/AVX-512):
 anonymous memory on top of the mapped file. A server that dies mid-run (llama.cpp's AMX path faulted on
 the 2026-12-01 machine) is reported with its exit status and the readings taken before.
 
@@ -59,21 +58,6 @@ CHATS = int(os.environ.get("BENCH_MEMORY_LOCAL_CHATS", "3"))
 MAX_TOKENS = os.environ.get("BENCH_MEMORY_LOCAL_MAX_TOKENS", "")
 REFERENCE = os.environ.get("BENCH_MEMORY_LOCAL_REFERENCE", "1") != "0"
 VARIANTS = os.environ.get("BENCH_MEMORY_LOCAL_VARIANTS", "shipped,no-extra-bufts").split(",")
-NO_EXTRA_BUFTS = """\
-# bench/memory_local.py: llama.cpp's model parameters with its extra buffer types (repacked weights) off
-import llama_cpp.llama_cpp  # the module llama_cpp.Llama calls it through
-
-_default_params = llama_cpp.llama_cpp.llama_model_default_params
-
-
-def _params():
-    params = _default_params()
-    params.use_extra_bufts = False
-    return params
-
-
-llama_cpp.llama_cpp.llama_model_default_params = _params
-"""
 LOAD_TIMEOUT_S = 600.0
 CHAT_TIMEOUT_S = 900.0  # the app's turn deadline with the local model
 # short questions the router sends to the plain chat flow (no deep report): the first is the warm-up
@@ -334,27 +318,21 @@ def run() -> list[str]:
         label = "local model" + (
             ", extra buffer types off" if variant == "no-extra-bufts" else ", as shipped"
         )
-        runs.append(_one(label, corpus, model, 0, logs, shim=variant == "no-extra-bufts"))
+        runs.append(_one(label, corpus, model, 0, logs, repack=variant != "no-extra-bufts"))
     out = _report(runs, model, time.monotonic() - started)
     out.append(f"\nServer logs kept in {logs}")
     return out
 
 
 def _one(
-    label: str, corpus: Path, model: Path | None, llm_port: int, logs: Path, *, shim: bool = False
+    label: str, corpus: Path, model: Path | None, llm_port: int, logs: Path, *, repack: bool = True
 ) -> Run:
     data_dir = Path(tempfile.mkdtemp(prefix="cw-bench-"))
     run = Run(label)
     try:
         shutil.copy(corpus, data_dir / "careerwise.db")
         env = _env(data_dir, model, llm_port)
-        if shim:
-            # the server's interpreter imports sitecustomize from its path at start (the venv has none)
-            (data_dir / "shim").mkdir()
-            (data_dir / "shim" / "sitecustomize.py").write_text(NO_EXTRA_BUFTS)
-            env["PYTHONPATH"] = os.pathsep.join(
-                p for p in (str(data_dir / "shim"), os.environ.get("PYTHONPATH")) if p
-            )
+        env["CAREERWISE_LOCAL_REPACK_WEIGHTS"] = "true" if repack else "false"
         slug = "".join(c if c.isalnum() else "-" for c in label)
         _measure(run, env, logs / f"serve-{slug}.log")
     finally:

@@ -260,6 +260,7 @@ async def record(
                     )
     finally:
         await provider.aclose()
+        kb.close()
     return summary
 
 

@@ -19,6 +19,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import httpx
 
@@ -153,7 +154,10 @@ def run() -> list[str]:
                         unpaced.append(_ours(url0, message))
                 results[mode] = (direct, ours)
                 if mode == "text":
-                    forced = [_forced_injection(base, data_dir, message) for _ in range(RUNS)]
+                    try:
+                        forced = [_forced_injection(base, data_dir, message) for _ in range(RUNS)]
+                    finally:
+                        _close_forced()
                 added = [o.first_text_ms - d.first_text_ms for o, d in zip(ours, direct, strict=True)]
                 added0 = [o.first_text_ms - d.first_text_ms for o, d in zip(unpaced, direct, strict=True)]
                 label = "B (no tool)" if mode == "text" else "A (tool)"
@@ -226,6 +230,15 @@ def run() -> list[str]:
     return out
 
 
+def _close_forced() -> None:
+    """End the forced-injection design's BM25 threads, database connections and event loop."""
+    while _FORCED:
+        loop, db, kb = _FORCED.pop()
+        kb.close()
+        loop.run_until_complete(db.dispose())
+        loop.close()
+
+
 def _provider_direct_tool_reply(base: str) -> Sample:
     """The fake in tool mode answers a conversation that already has a tool result with text."""
     body = {
@@ -260,7 +273,7 @@ def _provider_direct_tool_reply(base: str) -> Sample:
     return Sample(1000 * ((first or end) - t0), 1000 * (end - t0), 0)
 
 
-_KB: dict[str, object] = {}
+_FORCED: list[tuple[Any, Any, Any]] = []  # (loop, database, knowledge base) of the forced-injection design
 
 
 def _forced_injection(base: str, data_dir: str, message: str) -> Sample:
@@ -272,15 +285,16 @@ def _forced_injection(base: str, data_dir: str, message: str) -> Sample:
     from careerwise.knowledge.service import KnowledgeBase
     from careerwise.store import Database
 
-    if "loop" not in _KB:
+    if not _FORCED:
         loop = asyncio.new_event_loop()
         settings = Settings(_env_file=None, data_dir=data_dir)  # type: ignore[call-arg]
-        kb = KnowledgeBase(Database(settings.resolved_database_url), embedding_model=settings.embedding_model)
+        db = Database(settings.resolved_database_url)
+        kb = KnowledgeBase(db, embedding_model=settings.embedding_model)
         loop.run_until_complete(kb.load())
-        _KB.update(loop=loop, kb=kb)
-    loop, kb = _KB["loop"], _KB["kb"]
+        _FORCED.append((loop, db, kb))
+    loop, _db, kb = _FORCED[0]
     t0 = time.perf_counter()
-    result = loop.run_until_complete(kb.search(message, top_k=3, candidates=12))  # type: ignore[attr-defined]
+    result = loop.run_until_complete(kb.search(message, top_k=3, candidates=12))
     knowledge = "\n\n".join(h.chunk.text for h in result.hits[:3])
     system = (
         prompts.career_system(True)

@@ -189,6 +189,7 @@ class ProviderRegistry:
             n_ctx=s.local_n_ctx,
             n_threads=s.local_n_threads,
             convert_zh=s.zh_variant_conversion,
+            repack_weights=s.local_repack_weights,
         )
 
     async def aclose(self) -> None:

@@ -109,3 +109,53 @@ async def test_tool_decision_yields_a_call_or_text(
     else:
         assert chunks[-1].finish_reason in ("stop", "length")
     assert chunks[-1].usage is not None and chunks[-1].usage.completion_tokens > 0
+
+
+def _anon_mb() -> float:
+    """This process's anonymous resident memory (RssAnon in /proc/self/status), in MB."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("RssAnon:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no RssAnon in /proc/self/status")
+
+
+async def test_repack_setting_reaches_llama_cpp_and_saves_the_repacked_copy(
+    model_path: Path, record_property: Callable[[str, object], None]
+) -> None:
+    """``repack_weights=False`` (CAREERWISE_LOCAL_REPACK_WEIGHTS) turns llama.cpp's extra buffer types off for
+    this model only: the model answers, holds no repacked copy of the weights (hundreds of MB less
+    anonymous memory than the same model loaded with it on), and llama.cpp's defaults are left as they were."""
+    from llama_cpp import llama_cpp as low_level
+
+    added: dict[bool, float] = {}
+    for repack in (False, True):
+        provider = LocalProvider(model_path=model_path, n_ctx=512, repack_weights=repack)
+        try:
+            before = _anon_mb()
+            await provider.warm()
+            added[repack] = _anon_mb() - before
+            assert provider._llm is not None
+            assert provider._llm.model_params.use_extra_bufts is repack
+            request = CompletionRequest(messages=[ChatMessage("user", "履歷是什麼？")], max_tokens=4)
+            chunks = [chunk async for chunk in provider.stream(request)]
+            assert chunks[-1].usage is not None and chunks[-1].usage.completion_tokens > 0
+        finally:
+            await provider.aclose()
+        assert low_level.llama_model_default_params().use_extra_bufts is True
+    record_property("local_load_anon_mb", added)
+    print(f"\nanonymous memory added by loading: repack off {added[False]:.0f} MB, on {added[True]:.0f} MB")
+    # the packaged model's repacked weights are about 600 MB (docs/benchmarks.md, 2026-12-01)
+    assert added[True] - added[False] > 300, added
+
+
+def test_a_failed_construction_without_repack_still_restores_the_defaults() -> None:
+    from llama_cpp import llama_cpp as low_level
+
+    from careerwise.llm.local import _model_params
+
+    factory = low_level.llama_model_default_params
+    with pytest.raises(ValueError, match="bad file"), _model_params(repack_weights=False):
+        assert low_level.llama_model_default_params().use_extra_bufts is False
+        raise ValueError("bad file")
+    assert low_level.llama_model_default_params is factory
+    assert low_level.llama_model_default_params().use_extra_bufts is True

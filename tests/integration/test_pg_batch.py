@@ -157,22 +157,36 @@ async def test_execute_returns_the_true_row_count_of_its_own_statement(db: Datab
     assert await _titles(db) == ["new"]
 
 
-async def test_a_kept_statement_that_fails_rolls_the_job_back_and_the_next_job_commits(
-    db: Database,
+@pytest.mark.parametrize("batch", [True, False], ids=["batch", "one by one"])
+async def test_a_statement_that_fails_rolls_the_job_back_and_the_next_job_commits(
+    pg_empty_database: str, batch: bool
 ) -> None:
+    """Batched, the failing statement is kept and fails in the server at the COMMIT; one by one, its own
+    ``send`` raises. Either way: the whole job rolled back, the failure counted, the next job served."""
+    Database(pg_empty_database).migrate()
+    db = Database(pg_empty_database, writer_threads=1, writer_batch=batch)
     twice = new_id()
+    raised_at: list[str] = []
 
     def store(connection: Connection) -> None:
         INSERT.send(connection, _conversation("first", twice))
-        INSERT.send(connection, _conversation("duplicate", twice))  # fails in the server, at the COMMIT
+        try:
+            INSERT.send(connection, _conversation("duplicate", twice))
+        except IntegrityError:
+            raised_at.append("send")
+            raise
         INSERT.send(connection, _conversation("after it"))
 
-    with pytest.raises(IntegrityError):
-        await db.write(store, name="duplicate", direct_only=True)
-    assert await _titles(db) == []  # all of the job or none of it
-    assert isinstance(db.writer, PostgresWriter) and db.writer.counts()[1] == {"duplicate": 1}
-    await db.write(lambda c: INSERT.send(c, _conversation("next")), name="next", direct_only=True)
-    assert await _titles(db) == ["next"]
+    try:
+        with pytest.raises(IntegrityError):
+            await db.write(store, name="duplicate", direct_only=True)
+        assert raised_at == ([] if batch else ["send"])
+        assert await _titles(db) == []  # all of the job or none of it
+        assert isinstance(db.writer, PostgresWriter) and db.writer.counts()[1] == {"duplicate": 1}
+        await db.write(lambda c: INSERT.send(c, _conversation("next")), name="next", direct_only=True)
+        assert await _titles(db) == ["next"]
+    finally:
+        await db.dispose()
 
 
 async def test_a_kept_failure_is_raised_by_the_next_statement_that_waits(db: Database) -> None:
@@ -210,8 +224,8 @@ async def test_with_batch_off_each_statement_is_sent_on_its_own(
     one_by_one: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The same job as batched above: its statements one by one (``send`` is ``execute``), the same
-    rows, the same row counts, and a failure raised by the statement that failed."""
-    known, twice = new_id(), new_id()
+    rows and the same row counts (a failure: the parametrized test above)."""
+    known = new_id()
 
     def store(connection: Connection) -> tuple[int, int]:
         INSERT.send(connection, _conversation("a"))
@@ -225,24 +239,6 @@ async def test_with_batch_off_each_statement_is_sent_on_its_own(
     assert queries == []  # nothing kept, nothing bound in the client
     assert [s.split()[0] for s in statements] == ["BEGIN", "INSERT", "INSERT", "UPDATE", "UPDATE"]
     assert await _titles(one_by_one) == ["a", "b", "new"]
-
-    raised_at: list[str] = []
-
-    def duplicate(connection: Connection) -> None:
-        INSERT.send(connection, _conversation("first", twice))
-        try:
-            INSERT.send(connection, _conversation("duplicate", twice))
-        except IntegrityError:
-            raised_at.append("send")
-            raise
-
-    with pytest.raises(IntegrityError):
-        await one_by_one.write(duplicate, name="duplicate", direct_only=True)
-    assert raised_at == ["send"]
-    assert await _titles(one_by_one) == ["a", "b", "new"]  # all of the job or none of it
-    assert isinstance(one_by_one.writer, PostgresWriter) and one_by_one.writer.counts()[1] == {"duplicate": 1}
-    await one_by_one.write(lambda c: INSERT.send(c, _conversation("next")), name="next", direct_only=True)
-    assert await _titles(one_by_one) == ["a", "b", "new", "next"]
 
 
 async def test_batch_is_on_unless_the_setting_turns_it_off(

@@ -185,6 +185,9 @@ async def test_the_thread_ends_with_the_database(tmp_path: Path) -> None:
     with pytest.raises(RuntimeError, match="after the database was closed"):
         await db.write(_insert_conversation("two"), name="test")
     assert WRITER not in [t.name for t in threading.enumerate()]
+    with pytest.raises(RuntimeError, match="threads were stopped"):  # nor does reading its engine make one
+        _ = db.writer.engine
+    assert db.writer._engine is None
     assert await _titles(db) == ["one"]
     await db.dispose()
 

@@ -311,7 +311,10 @@ def _model_queries(source: str) -> bool:
 async def build_corpus_index(
     embedder: Embedder, corpus: Path, *, database_dir: Path | None = None
 ) -> tuple[KnowledgeIndex, Any]:
-    """Ingest ``corpus`` into a fresh SQLite file and load it; returns the index and the KnowledgeBase."""
+    """Ingest ``corpus`` into a fresh SQLite file and load it; returns the index and the KnowledgeBase.
+
+    The caller closes the KnowledgeBase (``kb.close()``) when done: a search through it starts its BM25
+    threads."""
     from careerwise.knowledge.ingest import ingest_paths
     from careerwise.knowledge.service import KnowledgeBase
     from careerwise.store import Database
@@ -346,15 +349,18 @@ async def evaluate_model(
     from careerwise.knowledge.rerank import SentenceReranker
 
     index, kb = await build_corpus_index(embedder, corpus)
-    fusion = fusion or default_fusion(embedder.name)
-    if reranker is None:
-        sentence = SentenceReranker(kb.embedder)
-        await asyncio.to_thread(sentence.prepare, index.chunks)
-        reranker = sentence
-    qvecs = await asyncio.to_thread(kb.embedder.embed_queries, [q.question for q in questions])
-    rankings = await asyncio.to_thread(
-        rank_all, index, questions, qvecs, fusion=fusion, reranker=reranker, candidates=candidates
-    )
+    try:
+        fusion = fusion or default_fusion(embedder.name)
+        if reranker is None:
+            sentence = SentenceReranker(kb.embedder)
+            await asyncio.to_thread(sentence.prepare, index.chunks)
+            reranker = sentence
+        qvecs = await asyncio.to_thread(kb.embedder.embed_queries, [q.question for q in questions])
+        rankings = await asyncio.to_thread(
+            rank_all, index, questions, qvecs, fusion=fusion, reranker=reranker, candidates=candidates
+        )
+    finally:
+        kb.close()
     return ModelReport(embedder.name, len(index), rankings, fusion, reranker.name)
 
 

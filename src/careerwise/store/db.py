@@ -238,8 +238,11 @@ class ThreadWriter:
 
     @property
     def engine(self) -> Engine:
-        """The writer's synchronous engine (one connection per thread), made on first use."""
+        """The writer's synchronous engine (one connection per thread), made on first use. After
+        :meth:`stop` there is none: a RuntimeError, rather than a new engine that nothing would dispose."""
         with self._guard:
+            if self._stopped:
+                raise RuntimeError(f"the {self.thread_name} threads were stopped; their engine is disposed")
             return self._engine_locked()
 
     def _name(self, index: int) -> str:
