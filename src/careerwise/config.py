@@ -26,6 +26,13 @@ class Settings(BaseSettings):
     database_max_overflow: int = Field(
         default=10, ge=0, le=1000, description="PostgreSQL: extra connections a process may open at a peak."
     )
+    database_search_connections: int = Field(
+        default=4,
+        ge=1,
+        le=64,
+        description="PostgreSQL: connections each process keeps for knowledge searches in pgvector (and "
+        "ingest's vector upkeep); a search beyond them waits for one.",
+    )
     database_writer_threads: int = Field(
         default=6,
         ge=1,

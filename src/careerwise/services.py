@@ -395,6 +395,7 @@ def build_services(
         settings.resolved_database_url,
         pool_size=settings.database_pool_size,
         max_overflow=settings.database_max_overflow,
+        search_connections=settings.database_search_connections,
         writer_threads=settings.database_writer_threads,
         writer_batch=settings.database_writer_batch,
     )

@@ -8,11 +8,14 @@ Also session 7's centring tolerance (``pg_centring.CENTRING_TOLERANCE``, measure
 from __future__ import annotations
 
 import asyncio
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import psycopg
 import pytest
-from sqlalchemy import create_engine, text
+from sqlalchemy import create_engine, event, text
 
 from careerwise.knowledge.embeddings import Embedder
 from careerwise.knowledge.index import FusionConfig
@@ -115,6 +118,55 @@ async def test_a_search_fails_loudly_and_the_pool_recovers(pg_database: str, emb
         index.exact_up_to = 0
         result = index.search("怎麼談薪水？", v, top_k=3, candidates=12, fusion=FusionConfig())
         assert len(result.hits) == 12
+    finally:
+        await db.dispose()
+
+
+async def test_searches_beyond_the_search_connections_wait_for_one(
+    pg_database: str, embedder: Embedder
+) -> None:
+    """``search_connections`` (CAREERWISE_DATABASE_SEARCH_CONNECTIONS) bounds the connections searches
+    hold at once: twelve searches started together on two connections all answer, each with the hits it
+    gets alone, and no more than two connections were ever checked out. Every checkout is held 50 ms
+    (an event listener), so the twelve overlap on any machine."""
+    db = Database(pg_database, search_connections=2)
+    try:
+        index = await _loaded(db, embedder)
+        engine = db.blocking_engine()
+        assert engine.pool.size() == 2 and engine.pool._max_overflow == 0  # type: ignore[attr-defined]
+        index.exact_up_to = 0
+        queries = (MORE_QUERIES * 2)[:12]
+        vectors = embedder.embed_queries(queries)
+        alone = [
+            hit_rows(index.search(q, v, top_k=3, candidates=12, fusion=FusionConfig()))
+            for q, v in zip(queries, vectors, strict=True)
+        ]
+        lock = threading.Lock()
+        out, peak = [0], [0]
+
+        def held(*_: object) -> None:
+            with lock:
+                out[0] += 1
+                peak[0] = max(peak[0], out[0])
+            time.sleep(0.05)
+
+        def returned(*_: object) -> None:
+            with lock:
+                out[0] -= 1
+
+        event.listen(engine, "checkout", held)
+        event.listen(engine, "checkin", returned)
+        start = threading.Barrier(len(queries))
+
+        def search(i: int) -> list[tuple[int, float, float, float]]:
+            start.wait()
+            result = index.search(queries[i], vectors[i], top_k=3, candidates=12, fusion=FusionConfig())
+            return hit_rows(result)
+
+        with ThreadPoolExecutor(len(queries)) as pool:
+            together = list(pool.map(search, range(len(queries))))
+        assert together == alone
+        assert peak[0] == 2
     finally:
         await db.dispose()
 

@@ -55,12 +55,21 @@ async def test_a_connection_used_just_now_is_not_pinged(pg_empty_database: str) 
 async def test_the_postgresql_pool_follows_the_settings(
     pg_database: str, make_services: Callable[..., Services]
 ) -> None:
-    services = make_services(database_url=pg_database, database_pool_size=7, database_max_overflow=3)
+    services = make_services(
+        database_url=pg_database,
+        database_pool_size=7,
+        database_max_overflow=3,
+        database_search_connections=2,
+    )
     pool: Any = services.db.engine.pool
     assert (pool.size(), pool._max_overflow) == (7, 3)
+    search: Any = services.db.blocking_engine().pool
+    assert (search.size(), search._max_overflow) == (2, 0)
     plain = Database(pg_database)
     try:
         default: Any = plain.engine.pool
         assert (default.size(), default._max_overflow) == (5, 10)
+        default_search: Any = plain.blocking_engine().pool
+        assert (default_search.size(), default_search._max_overflow) == (4, 0)
     finally:
         await plain.dispose()

@@ -533,6 +533,9 @@ class ThreadReader(ThreadWriter):
 PING_AFTER_IDLE = 5.0  # seconds; see _ping_when_idle
 WRITER_THREADS = 6  # PostgreSQL's writer threads a process runs by default; see PostgresWriter
 READER_THREADS = 2  # the reader threads a process runs by default, either store; see ThreadReader
+SEARCH_CONNECTIONS = (
+    4  # PostgreSQL connections for the knowledge searches a process runs; see blocking_engine
+)
 
 
 def _ping_when_idle(engine: Engine, idle: float) -> None:
@@ -581,6 +584,7 @@ class Database:
         reader_threads: int = READER_THREADS,
         pool_size: int = 5,
         max_overflow: int = 10,
+        search_connections: int = SEARCH_CONNECTIONS,
     ) -> None:
         """``writer_thread``: run :meth:`write`'s jobs on writer threads, :class:`SQLiteWriter` on an
         SQLite file, :class:`PostgresWriter` with ``writer_threads`` threads on PostgreSQL (False: on the
@@ -589,7 +593,8 @@ class Database:
         for a connection beyond them (docs/deployment.md). The writer threads' connections come on top,
         and so do the reader threads' (``reader_threads``, :meth:`read`), which run wherever the writer
         threads do. ``writer_batch``: PostgreSQL's writer threads send a ``direct_only`` job's
-        statements together (:meth:`PostgresWriter._transaction`)."""
+        statements together (:meth:`PostgresWriter._transaction`). ``search_connections``: the
+        size of :meth:`blocking_engine`'s pool on PostgreSQL (no overflow)."""
         url = async_url(url)
         self.url = url
         if url.startswith("sqlite"):
@@ -621,6 +626,7 @@ class Database:
         )
         self._blocking_engine: Engine | None = None
         self._blocking_lock = threading.Lock()
+        self._search_connections = search_connections
         self._ping_after_idle = ping_after_idle  # the blocking engine's pool pings as the async one
         # the turn's writes run on writer threads (see ``write``): one on an SQLite file, several on
         # PostgreSQL; an in-memory SQLite database is private to its connection, so there every write
@@ -651,11 +657,21 @@ class Database:
 
     def blocking_engine(self) -> Engine:
         """A synchronous engine on the same database, for code that runs in worker threads (the
-        pgvector search index); created on first use, disposed with the database."""
+        pgvector search index); created on first use, disposed with the database.
+
+        On PostgreSQL its pool holds ``search_connections`` and never more: SQLAlchemy's default (5, and
+        10 more at a peak) let one process open 15 for searches alone, on top of its other 23, a number
+        nobody could set when sizing ``max_connections`` (docs/deployment.md adds them up). A
+        search holds its connection for one statement; one beyond the pool waits for the next to come
+        back (up to the pool's 30 s timeout, then it fails as a retrieval failure, logged and counted)."""
         with self._blocking_lock:
             if self._blocking_engine is None:
-                engine = create_engine(sync_url(self.url))
-                if not self.url.startswith("sqlite"):  # a ping per checkout was a round trip per search
+                if self.url.startswith("sqlite"):
+                    engine = create_engine(sync_url(self.url))
+                else:  # a ping per checkout was a round trip per search
+                    engine = create_engine(
+                        sync_url(self.url), pool_size=self._search_connections, max_overflow=0
+                    )
                     _ping_when_idle(engine, self._ping_after_idle)
                 self._blocking_engine = engine
             return self._blocking_engine
