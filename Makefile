@@ -1,10 +1,10 @@
-# One task runner, the same verbs everywhere; .ci/run calls `make test`.
+# One task runner, the same verbs everywhere; .ci/run calls `make lint` and `make test`.
 PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 export OMP_WAIT_POLICY ?= PASSIVE
 
-.PHONY: run test lint bench install install-test clean
+.PHONY: run test lint bench install install-test chromium clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -46,7 +46,12 @@ install-test: $(VENV)/.test-installed
 run: install
 	$(BIN)/careerwise serve
 
-test: install-test
+# The browser tests drive Debian's Chromium: installed here when missing and running as root; otherwise
+# the script says what to run.
+chromium:
+	@sh scripts/ensure-chromium.sh
+
+test: install-test chromium
 	$(BIN)/python -m pytest
 
 lint: install-test

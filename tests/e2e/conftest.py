@@ -1,6 +1,6 @@
 """Real Chromium (Debian's package) driven by Playwright. Playwright's own browser download does not work
-offline, so the browser is the system one; CI installs it (.ci/run). A missing browser fails the run:
-these tests never skip."""
+offline, so the browser is the system one; `make test` installs it (scripts/ensure-chromium.sh). A missing
+browser fails the run: these tests never skip."""
 
 from __future__ import annotations
 
@@ -32,7 +32,9 @@ CHROMIUM_ARGS = [
 def chromium_path() -> str:
     path = os.environ.get("CAREERWISE_TEST_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
     if not Path(path).exists():
-        raise RuntimeError("Chromium is missing: `apt-get install chromium` (.ci/run does this)")
+        raise RuntimeError(
+            "Chromium is missing: `make test` installs it as root; otherwise `sudo apt-get install chromium`"
+        )
     return path
 
 
