@@ -121,6 +121,10 @@ def make_settings(tmp_path: Path, corpus_db: Path, fake_llm: FakeLLM) -> Setting
             # for the rest of the run; tests/integration/test_gc_freeze.py turns it on
             "gc_freeze": False,
             "gc_gen2_threshold": 0,
+            # the Chinese conversion holds a run of Han characters until punctuation, merging the fake's
+            # chunks: tests that count deltas or time them need the provider's chunks as sent; the
+            # conversion's own tests (test_real_model_levers.py, test_clean_output.py) turn it on
+            "zh_variant_conversion": False,
         }
         values.update(overrides)
         return Settings(_env_file=None, **values)  # type: ignore[call-arg]

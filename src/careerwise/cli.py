@@ -155,7 +155,7 @@ def _share_metrics(directory: Path) -> None:
 
 async def _prepare_store(settings: Settings) -> None:
     from careerwise.knowledge.embeddings import make_embedder
-    from careerwise.knowledge.ingest import current_version, ingest_paths
+    from careerwise.knowledge.ingest import current_version, ingest_paths, log_progress
     from careerwise.knowledge.service import BUNDLED_CORPUS
     from careerwise.store import Database
 
@@ -163,8 +163,9 @@ async def _prepare_store(settings: Settings) -> None:
     try:
         await asyncio.to_thread(db.migrate)
         if settings.ingest_on_start and await current_version(db) == "empty":
+            log.info("knowledge: embedding the bundled corpus into an empty knowledge base (once)")
             embedder = await asyncio.to_thread(make_embedder, settings.embedding_model)
-            await ingest_paths(db, embedder, [BUNDLED_CORPUS])
+            await ingest_paths(db, embedder, [BUNDLED_CORPUS], progress=log_progress())
     finally:
         await db.dispose()
 
@@ -401,6 +402,104 @@ def eval_retrieval(
         )
     else:
         typer.echo(format_table(reports, splits), nl=False)
+
+
+@eval_app.command("answers")
+def eval_answers(
+    questions: Annotated[
+        Path | None,
+        typer.Option("--set", help="A question file (default: eval/answers/tuning.jsonl)."),
+    ] = None,
+    only: Annotated[str | None, typer.Option(help="Comma-separated item ids to run.")] = None,
+    limit: Annotated[int | None, typer.Option(min=1, help="Run the first N items.")] = None,
+    fresh: Annotated[
+        bool, typer.Option("--fresh", help="Each question in a new `careerwise chat --json` process.")
+    ] = False,
+    out: Annotated[Path | None, typer.Option("--out", help="Write every result as JSON here.")] = None,
+    show: Annotated[bool, typer.Option("--show", help="Print each answer as it is scored.")] = False,
+    streamed: Annotated[
+        bool,
+        typer.Option(
+            "--streamed-flow",
+            help="Send every question to the streamed tool-use flow (the router is skipped): the answer "
+            "quality of that flow alone, whatever tier the router would give.",
+        ),
+    ] = False,
+) -> None:
+    """Run labelled questions through the real engine on the configured provider (the embedded model by
+    default) and score the answers: searched, gold article cited, key points, leaks, Simplified and
+    mainland wording, time to first text. Slow on a CPU: tens of seconds a question."""
+    import shutil
+    import sys
+    import time
+
+    from careerwise.engine import TurnRequest
+    from careerwise.evals import answers as ev
+    from careerwise.routing.router import RouteDecision
+    from careerwise.services import build_services
+
+    _logging(False)
+    path = questions or ev.REPO_EVAL_DIR / "tuning.jsonl"
+    if not path.is_file():
+        raise typer.BadParameter(f"no such question file: {path}")
+    items = ev.load_items(path)
+    if only:
+        wanted = {i.strip() for i in only.split(",") if i.strip()}
+        items = [i for i in items if i.id in wanted]
+    if limit:
+        items = items[:limit]
+    terms = ev.load_mainland_terms(ev.REPO_EVAL_DIR / "mainland_terms.tsv")
+    detect = ev.simplified_detector()
+
+    async def run() -> list[ev.AnswerResult]:
+        results: list[ev.AnswerResult] = []
+        services = None if fresh else build_services(get_settings())
+        try:
+            if services is not None:
+                await services.prepare_knowledge()
+                warm = getattr(services.provider, "warm", None)
+                if warm is not None:
+                    await warm()  # a warm server's figures: the model is loaded before the first question
+            exe = shutil.which("careerwise") or sys.argv[0]
+            for item in items:
+                started = time.perf_counter()
+                if services is None:
+                    events = ev.fresh_process([exe, "chat", "--json"], item.question)
+                elif streamed:
+                    flow = services.engine.flows.lookup("career", "simple")
+                    route = RouteDecision(
+                        intent="career", tier="simple", layer="eval", reasons=["--streamed-flow"]
+                    )
+                    events = services.engine.run(
+                        TurnRequest(message=item.question, channel="cli", route=route, flow=flow)
+                    )
+                else:
+                    events = services.engine.run(TurnRequest(message=item.question, channel="cli"))
+                result = await ev.score_events(
+                    item, events, started=started, terms=terms, detect_simplified=detect
+                )
+                results.append(result)
+                typer.echo(
+                    f"{item.id}: searched={result.searched} gold={result.cited_gold} "
+                    f"points={len(result.points_hit)}/{len(item.key_points)} "
+                    f"first={result.first_text_s and round(result.first_text_s, 1)}s "
+                    f"total={result.total_s:.1f}s",
+                    err=True,
+                )
+                if show:
+                    typer.echo(f"{item.question}\n{result.answer}\n", err=True)
+        finally:
+            if services is not None:
+                await services.aclose()
+        return results
+
+    results = asyncio.run(run())
+    summary = ev.summarise(results)
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        payload = {"set": str(path), "summary": summary, "results": [r.to_json() for r in results]}
+        out.write_text(json.dumps(payload, ensure_ascii=False, indent=2), encoding="utf-8")
+    typer.echo(ev.format_table(results, summary), nl=False)
 
 
 if __name__ == "__main__":

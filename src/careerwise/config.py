@@ -52,6 +52,28 @@ class Settings(BaseSettings):
     llm_api_key: SecretStr = SecretStr("not-needed")
     llm_model: str = "local-qwen2.5-coder-1.5b"
     llm_supports_tools: bool = Field(default=True, description="False: never offer tools (path B only).")
+    llm_slow: bool = Field(
+        default=False,
+        description="The remote provider generates in single-digit tokens a second (a llama.cpp server on a "
+        "CPU): flows size their work to it as to the embedded model (llm/profile.py). The embedded model "
+        "is always slow.",
+    )
+    medium_flow: Literal["auto", "chain", "streamed"] = Field(
+        default="auto",
+        description="Which flow answers a medium-tier career question: the prompt chain, the streamed "
+        "tool-use flow, or auto (streamed on a slow provider, the chain otherwise; decision 0014).",
+    )
+    passage_budget_tokens: int | None = Field(
+        default=None,
+        ge=0,
+        description="Tokens of retrieved passages a grounded answer reads: the sentences most related to the "
+        "question are kept. Unset: 320 on a slow provider, whole passages otherwise; 0: whole passages.",
+    )
+    search_coverage_hint: bool = Field(
+        default=True,
+        description="The prompt that offers searchKnowledge names the articles the user's message matches "
+        "(or says none does), so that a small model knows when a search will help.",
+    )
     llm_connect_timeout: float = Field(default=5.0, gt=0)
     llm_read_timeout: float = Field(
         default=60.0, gt=0, description="Longest silence allowed between two streamed chunks."
@@ -139,6 +161,25 @@ class Settings(BaseSettings):
     # --- embedded model ----------------------------------------------------------------------
     local_model_path: Path | None = Field(default=None, description="A GGUF file; default: the packaged one.")
     local_n_ctx: int = 4096
+    local_decision_temperature: float = Field(
+        default=0.0,
+        ge=0,
+        le=2,
+        description="With local_tool_calling=constrained: the temperature of the first token, which chooses "
+        "between a tool call and an answer (0: the model's most likely choice; the rest of the answer is "
+        "sampled at the phase's temperature).",
+    )
+    local_tool_calling: Literal["constrained", "text"] = Field(
+        default="constrained",
+        description="constrained: the embedded model's first output is held by a grammar to a well-formed "
+        "call of an offered tool or plain text (llm/grammar.py); text: unconstrained, calls recognised in "
+        "the text.",
+    )
+    local_prefix_cache: bool = Field(
+        default=True,
+        description="Keep the embedded model's evaluated first system turn in data_dir/cache/llm, so a new "
+        "process does not read it again (seconds of prompt reading).",
+    )
     local_n_threads: int | None = None
     local_repack_weights: bool = Field(
         default=True,

@@ -31,6 +31,7 @@ from careerwise.errors import (
 from careerwise.events import DoneEvent, ErrorEvent, Event, RouteEvent
 from careerwise.flows._resume_context import stored_resume_loader
 from careerwise.flows.base import Flow, FlowContext, FlowOptions, FlowRegistry, TurnState
+from careerwise.llm.profile import profile_of
 from careerwise.llm.types import ChatMessage, LLMProvider
 from careerwise.routing.router import ContextualRouter, RouteDecision, Router
 from careerwise.store import Conversation, Database, Message, Trace, as_utc
@@ -340,9 +341,16 @@ class Engine:
                         or await self._continuing(req, conv_id, message)
                         or await self._route(message, history, observer)
                     )
-                    flow_name, flow = req.flow or self.flows.lookup(decision.intent, decision.tier)
-                    # the routing record as the router made it: one mapping, no field-by-field copy
-                    route = RouteEvent.model_validate({**decision.to_json(), "flow": flow_name})
+                    record = decision.to_json()
+                    if req.flow is not None:
+                        flow_name, flow = req.flow
+                    else:
+                        tier, sized = self._sized_tier(decision.intent, decision.tier, provider)
+                        flow_name, flow = self.flows.lookup(decision.intent, tier)
+                        if sized:
+                            record["reasons"] = [*record["reasons"], sized]
+                    # the routing record as the router made it (and why the flow differs from its tier's)
+                    route = RouteEvent.model_validate({**record, "flow": flow_name})
                     observer.observe(route)
                     yield route
                     ctx = FlowContext(
@@ -399,7 +407,8 @@ class Engine:
                     "prompt_tokens": state.prompt_tokens,
                     "completion_tokens": state.completion_tokens,
                     "llm_calls": state.llm_calls,
-                },
+                }
+                | ({"estimated": 1} if state.usage_estimated else {}),
             )
             observer.observe(done)
             yield done
@@ -456,6 +465,18 @@ class Engine:
         )
         return await asyncio.create_task(routing, context=context)
 
+    def _sized_tier(self, intent: str, tier: str | None, provider: LLMProvider) -> tuple[str | None, str]:
+        """The tier whose flow answers, sized to the provider (decision 0014): on a slow provider a
+        medium question takes the streamed flow (``medium_flow`` auto), so its text shows in seconds
+        instead of after a chain of generations. Returns the tier and the reason when it changed."""
+        mode = self.options.medium_flow
+        if intent != "career" or tier != "medium" or mode == "chain":
+            return tier, ""
+        if mode == "auto" and not profile_of(provider).slow:
+            return tier, ""
+        why = "the provider is slow" if mode == "auto" else "medium_flow=streamed"
+        return "simple", f"medium answered by the streamed flow: {why}"
+
     async def _continuing(self, req: TurnRequest, conversation_id: str, message: str) -> RouteDecision | None:
         if req.conversation_id is None:
             return None  # a new conversation has no dialogue open
@@ -494,7 +515,8 @@ class Engine:
                 "prompt_tokens": state.prompt_tokens,
                 "completion_tokens": state.completion_tokens,
                 "llm_calls": state.llm_calls,
-            },
+            }
+            | ({"estimated": 1} if state.usage_estimated else {}),
             # set on every turn (NULL without a route, as stored at the start) so the statement is one
             "intent": route.intent if route is not None else None,
             "tier": route.tier if route is not None else None,

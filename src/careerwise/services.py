@@ -42,6 +42,7 @@ from careerwise.knowledge.fusion import MessageFusion
 from careerwise.knowledge.ingest import IngestReport, ingest_paths
 from careerwise.knowledge.service import BUNDLED_CORPUS, KnowledgeBase
 from careerwise.llm.canary import CanaryGuard
+from careerwise.llm.profile import ProviderProfile, ToolCalling
 from careerwise.llm.types import CompletionRequest, LLMProvider, StreamChunk
 from careerwise.loadwatch import stream_pace
 from careerwise.ratelimit import Limiter, make_limiter
@@ -109,7 +110,7 @@ class ProviderRegistry:
         key = (self.default_name, "")
         if key not in self._built:
             # every provider carries the system-prompt canary; every answer is scrubbed of it (llm/canary.py)
-            self._built[key] = CanaryGuard(self._given or self.build(self.default_name, ""))
+            self._built[key] = CanaryGuard(self._clean(self._given or self.build(self.default_name, "")))
         return self._built[key]
 
     def names(self) -> tuple[str, ...]:
@@ -127,9 +128,16 @@ class ProviderRegistry:
             if name not in self.names():
                 log.error("llm: the settings name the provider %r, which is not configured here", name)
                 return CanaryGuard(_Unconfigured(name))
-            found = self._built[key] = CanaryGuard(self.build(name, model))
+            found = self._built[key] = CanaryGuard(self._clean(self.build(name, model)))
             log.info("llm: provider %s with model %s ready", name, found.model)
         return found
+
+    def _clean(self, provider: LLMProvider) -> LLMProvider:
+        """Every provider's output cleaned the same way: text tool calls, Taiwan Chinese, usage
+        (llm/clean.py)."""
+        from careerwise.llm.clean import CleanOutput
+
+        return CleanOutput(provider, convert_zh=self._settings.zh_variant_conversion)
 
     def _configured_model(self, name: str) -> str:
         s = self._settings
@@ -163,6 +171,7 @@ class ProviderRegistry:
             read_timeout=s.llm_read_timeout,
             http_client=s.llm_http_client,
             stream_pace=self.stream_pace,
+            profile=provider_profile(s, slow=s.llm_slow, tool_calling="native"),
         )
 
     def build(self, name: str, model: str) -> LLMProvider:
@@ -188,8 +197,11 @@ class ProviderRegistry:
             model_path=path,
             n_ctx=s.local_n_ctx,
             n_threads=s.local_n_threads,
-            convert_zh=s.zh_variant_conversion,
+            convert_zh=False,  # CleanOutput converts every provider's text (_clean)
             repack_weights=s.local_repack_weights,
+            profile=provider_profile(s, slow=True, tool_calling=s.local_tool_calling),
+            prefix_dir=s.data_dir / "cache" / "llm" if s.local_prefix_cache else None,
+            decision_temperature=s.local_decision_temperature,
         )
 
     async def aclose(self) -> None:
@@ -224,7 +236,13 @@ class ProviderRegistry:
     async def _probe_now(self, name: str, seconds: float) -> dict[str, Any]:
         if name == "embedded":
             local = _innermost(self.default) if self.default_name == "embedded" else None
-            return {"state": "ok", "loaded": bool(getattr(local, "loaded", False))}
+            if bool(getattr(local, "loaded", False)):
+                return {"state": "ok", "loaded": True}
+            error = getattr(local, "load_error", None)
+            if error:
+                return {"state": "failed", "loaded": False, "error": error}
+            # start-up loads it in the background (app lifespan): not ready to answer until it is in memory
+            return {"state": "loading", "loaded": False, "error": "the embedded model is still loading"}
         s = self._settings
         base_url, key = (
             (s.llm_fallback_base_url, s.llm_fallback_api_key)
@@ -255,6 +273,18 @@ class ProviderRegistry:
                 "error": f"GET /models: {r.status_code}",
             }
         return {"state": "ok", "status": r.status_code, "ms": ms}
+
+
+SLOW_PASSAGE_BUDGET = 320
+
+
+def provider_profile(settings: Settings, *, slow: bool, tool_calling: ToolCalling) -> ProviderProfile:
+    """A provider's profile from the settings: the passage budget is the configured one, or on a slow
+    provider :data:`SLOW_PASSAGE_BUDGET` tokens (a few seconds of prompt reading on two cores)."""
+    budget = settings.passage_budget_tokens
+    if budget is None:
+        budget = SLOW_PASSAGE_BUDGET if slow else 0
+    return ProviderProfile(tool_calling=tool_calling, passage_budget_tokens=budget or None, slow=slow)
 
 
 def _innermost(provider: object) -> object:
@@ -354,10 +384,13 @@ class Services:
         """Ingest the bundled corpus when the knowledge base is empty, then load the index."""
         report = None
         if self.settings.ingest_on_start:
-            from careerwise.knowledge.ingest import current_version
+            from careerwise.knowledge.ingest import current_version, log_progress
 
             if await current_version(self.db) == "empty":
-                report = await ingest_paths(self.db, self.kb.embedder, [BUNDLED_CORPUS])
+                log.info("knowledge: embedding the bundled corpus into an empty knowledge base (once)")
+                report = await ingest_paths(
+                    self.db, self.kb.embedder, [BUNDLED_CORPUS], progress=log_progress()
+                )
                 log.info(
                     "knowledge: ingested the bundled corpus: %d documents, %d chunks",
                     len(report.added),
@@ -437,6 +470,8 @@ def build_services(
         max_tool_rounds=settings.max_tool_rounds,
         llm_retries=settings.llm_retries,
         supports_tools=settings.llm_supports_tools,
+        coverage_hint=settings.search_coverage_hint,
+        medium_flow=settings.medium_flow,
         deep_step_timeout=settings.resolved_deep_step_timeout,
         deep_turn_timeout=settings.resolved_deep_turn_timeout,
         deep_heartbeat=settings.deep_heartbeat_interval,

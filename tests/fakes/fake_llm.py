@@ -101,6 +101,7 @@ class Reply:
     # usage overrides (None: computed, see usage())
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    send_usage: bool = True  # False: never report usage, as llama.cpp's server does not
 
     def usage(self, request: dict[str, Any] | None = None) -> dict[str, int]:
         """Made-up but deterministic token counts for this reply to ``request``.
@@ -144,8 +145,10 @@ def text(
     first_token_delay: float = 0.0,
     delay: float = 0.0,
     finish_reason: str = "stop",
+    usage: bool = True,
 ) -> Reply:
-    """A plain text answer, streamed in pieces of chunk_size characters (or in ``chunks`` equal pieces)."""
+    """A plain text answer, streamed in pieces of chunk_size characters (or in ``chunks`` equal pieces);
+    ``usage=False``: no usage chunk even when the client asks for one."""
     deltas: list[dict[str, Any]] = [{"content": p} for p in _split_text(content, chunks, chunk_size)]
     return Reply(
         kind="stream",
@@ -154,6 +157,7 @@ def text(
         finish_reason=finish_reason,
         first_token_delay=first_token_delay,
         delay=delay,
+        send_usage=usage,
     )
 
 
@@ -656,7 +660,7 @@ class FakeLLM:
                         await self._sleep(reply.delay)
                     await emit(chunk(delta))
                 await emit(chunk({}, reply.finish_reason))
-                if (body.get("stream_options") or {}).get("include_usage"):
+                if reply.send_usage and (body.get("stream_options") or {}).get("include_usage"):
                     await emit(
                         _sse(
                             {

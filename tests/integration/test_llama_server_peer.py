@@ -17,17 +17,22 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpx
 import pytest
 
 from careerwise.config import Settings
+from careerwise.engine import TurnRequest
+from careerwise.evals import answers as ev
+from careerwise.events import DeltaEvent, DoneEvent
 from careerwise.llm.accumulator import ToolCallAccumulator
 from careerwise.llm.local import ensure_model_file
 from careerwise.llm.openai_provider import OpenAIProvider
 from careerwise.llm.types import ChatMessage, CompletionRequest, StreamChunk, ToolCallDelta, ToolSpec
+from careerwise.services import Services
+from tests.conftest import ready
 
 pytestmark = pytest.mark.local_model
 
@@ -175,3 +180,40 @@ async def test_repeated_deltas_make_one_call_and_the_follow_up_is_accepted(serve
             f"{server}/chat/completions", json={"model": "local", "messages": wire, "max_tokens": 4}
         )
     assert response.status_code == 500
+
+
+async def test_the_engine_through_the_server_searches_and_answers_clean_counted_text(
+    server: str, make_services: Callable[..., Services]
+) -> None:
+    """The same turn as on the embedded model, through llama.cpp's server: the answer is Traditional
+    Chinese without machinery, and usage (which the server does not report) is counted as an estimate.
+    Whether the model searches here is its own choice (the server takes no call-or-text grammar from us
+    yet), so it is not asserted."""
+    services = make_services(
+        llm_base_url=server,
+        llm_model="local",
+        llm_read_timeout=120.0,
+        llm_slow=True,
+        phase1_temperature=0.0,
+        phase3_temperature=0.0,
+        phase1_max_tokens=96,
+        phase3_max_tokens=96,
+        turn_deadline=200.0,
+        zh_variant_conversion=True,  # the tests turn it off by default (tests/conftest.py)
+    )
+    await ready(services)
+    detect = ev.simplified_detector()
+    events: list[Any] = [
+        e
+        async for e in services.engine.run(
+            TurnRequest(message="Summer 的「探、錨、換」談薪水三步驟是什麼？", channel="cli")
+        )
+    ]
+    done = events[-1]
+    assert isinstance(done, DoneEvent) and done.status == "ok", events[-3:]
+    shown = "".join(e.text for e in events if isinstance(e, DeltaEvent))
+    assert shown.strip()
+    assert ev.find_leaks(shown) == [], shown
+    assert detect(shown) == [], shown
+    assert done.usage["prompt_tokens"] > 0 and done.usage["completion_tokens"] > 0
+    assert done.usage.get("estimated") == 1

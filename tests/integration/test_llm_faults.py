@@ -72,8 +72,14 @@ def test_200_turns_with_10_faults_of_each_kind(
     fake_llm.responder = respond
     # a read deadline of 0.5 s once failed a clean retry on a loaded CI machine (2026-11-30); 2 s still
     # ends each 5 s hang with a retry and cannot hide a connection that never answers
+    # Chinese conversion off: it holds a run of Han characters until punctuation, so the text a fault
+    # cuts off after would not have been shown yet, and the turn would (rightly) be retried
     server = live_server(
-        llm_read_timeout=2.0, llm_connect_timeout=1.0, turn_deadline=10.0, llm_breaker_threshold=5
+        llm_read_timeout=2.0,
+        llm_connect_timeout=1.0,
+        turn_deadline=10.0,
+        llm_breaker_threshold=5,
+        zh_variant_conversion=False,
     )
     n_faults = len(plan)
     clean = range(n_faults, 200)

@@ -121,11 +121,13 @@ def test_history_comes_from_the_messages_and_client_system_prompts_are_ignored(
     sent = fake_llm.requests[0]["messages"]
     assert "pirate" not in json.dumps(sent)
     assert sent[0]["role"] == "system" and "Summer" in sent[0]["content"]
-    assert [(m["role"], m["content"]) for m in sent[1:]] == [
+    turns = [(m["role"], m["content"]) for m in sent[1:] if "Confidential marker" not in m["content"]]
+    assert turns[:2] == [
         ("user", "面試要怎麼準備"),
         ("assistant", "準備三個故事。"),  # the sources list this endpoint appended is not fed back
-        ("user", "那薪水呢"),
     ]
+    assert turns[2][0] == "user" and turns[2][1].startswith("那薪水呢\n\n（Summer 的知識庫")
+    assert len(turns) == 3
 
 
 def test_no_internal_prompt_or_passage_text_leaks(

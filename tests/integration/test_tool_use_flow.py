@@ -306,9 +306,10 @@ async def test_history_from_the_conversation_is_sent(
     first = await run_turn(services, "我在考慮轉職")
     conv = first[-1].conversation_id
     await run_turn(services, "那要準備多久？", conversation_id=conv)
+    # the persona, the canary's own system message, then the conversation
     msgs = fake_llm.requests[1]["messages"]
-    assert [m["role"] for m in msgs] == ["system", "user", "assistant", "user"]
-    assert msgs[2]["content"] == "第一題的回答。"
+    assert [m["role"] for m in msgs] == ["system", "system", "user", "assistant", "user"]
+    assert msgs[3]["content"] == "第一題的回答。"
 
 
 async def test_a_failed_history_read_ends_the_turn_as_an_error_not_a_pending_reply(

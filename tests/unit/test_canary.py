@@ -85,7 +85,8 @@ async def test_every_request_carries_the_canary_in_its_system_prompt() -> None:
         [ChatMessage(role="user", content="hi")],
     ):
         [c async for c in guard.stream(CompletionRequest(messages=messages))]
-    assert CANARY in inner.seen[0].messages[0].content and inner.seen[0].messages[0].content.startswith(
-        "You are"
-    )
+    # a system message of its own after the leading ones: the persona itself is left as it was
+    first = inner.seen[0].messages
+    assert first[0].content == "You are Summer." and first[1].role == "system" and CANARY in first[1].content
     assert inner.seen[1].messages[0].role == "system" and CANARY in inner.seen[1].messages[0].content
+    assert inner.seen[1].messages[1].content == "hi"

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from careerwise.errors import LLMUnavailableError
-from careerwise.llm import local
+from careerwise.llm import local, textcalls
 from careerwise.llm.local import (
     LocalProvider,
     ParsedToolCall,
@@ -30,6 +30,7 @@ from careerwise.llm.local import (
     parse_tool_call,
     render_prompt,
 )
+from careerwise.llm.textcalls import Suppressed
 from careerwise.llm.types import ChatMessage, CompletionRequest, StreamChunk, ToolCallRequest, ToolSpec
 
 SEARCH = ToolSpec(
@@ -164,7 +165,7 @@ def test_detector_holds_only_leading_whitespace_then_releases_it_with_the_text()
     ("pieces", "released_at"),
     [
         (["`", "`", "`", "python\n", "print(1)"], 4),  # a code fence that is not a call: released at its body
-        (["`", "code`"], 1),  # inline code
+        (["`", "code` x"], 1),  # inline code
         (["<", "tool", "s are fun"], 2),  # looked like <tool_call> for a moment
         (["<div>"], 0),
     ],
@@ -178,18 +179,34 @@ def test_detector_releases_prefixes_that_turn_out_not_to_be_calls(
     assert steps[released_at] == [TextOut("".join(pieces[: released_at + 1]))]
 
 
-def test_detector_releases_json_that_is_not_a_known_tool_verbatim() -> None:
+def test_detector_withholds_a_call_to_a_tool_that_was_not_offered() -> None:
     det = ToolCallDetector(NAMES)
-    text = '{"name": "other", "arguments": {}} 這是範例。'
+    text = '{"name": "other", "arguments": {"x": 1}} 這是範例。'
+    events = _flatten(_feed_pieces(det, _chars(text)), det.finish())
+    assert not any(isinstance(e, TextOut | ToolOut) for e in events)
+    assert events == [
+        Suppressed(text='{"name": "other", "arguments": {"x": 1}}', name="other", arguments={"x": 1})
+    ]
+    assert det.done
+
+
+def test_detector_releases_json_that_is_not_a_call_verbatim() -> None:
+    det = ToolCallDetector(NAMES)
+    text = '{"name": "王小明", "age": 30} 這是範例。'
     events = _flatten(_feed_pieces(det, _chars(text)), det.finish())
     assert "".join(e.text for e in events if isinstance(e, TextOut)) == text
-    assert not any(isinstance(e, ToolOut) for e in events)
 
 
-def test_detector_releases_an_unfinished_object_when_the_model_stops() -> None:
+def test_detector_withholds_a_call_the_model_never_finished() -> None:
     det = ToolCallDetector(NAMES)
     assert det.feed('{"name": "searchKnowledge", "arguments": {"query"') == []
-    assert det.finish() == [TextOut('{"name": "searchKnowledge", "arguments": {"query"')]
+    assert det.finish() == [Suppressed(text='{"name": "searchKnowledge", "arguments": {"query"')]
+
+
+def test_detector_releases_an_unfinished_object_that_is_not_a_call() -> None:
+    det = ToolCallDetector(NAMES)
+    assert det.feed('{"salary": 60000, "bonus"') == []
+    assert det.finish() == [TextOut('{"salary": 60000, "bonus"')]
 
 
 def test_detector_accepts_a_complete_call_whose_fence_never_closed() -> None:
@@ -207,7 +224,7 @@ def test_detector_releases_a_bare_fence_at_the_end() -> None:
 def test_detector_gives_up_holding_after_the_limit() -> None:
     det = ToolCallDetector(NAMES)
     assert det.feed('{"name": "searchKnowledge", "arguments": {"query": "') == []
-    long = "很" * (local._MAX_HELD_CHARS + 1)
+    long = "很" * (textcalls._MAX_HELD_CHARS + 1)
     events = det.feed(long)
     assert len(events) == 1 and isinstance(events[0], TextOut) and events[0].text.endswith(long)
     assert det.feed("}}") == [TextOut("}}")]
@@ -313,25 +330,26 @@ def test_render_prompt_keeps_assistant_text_before_its_call() -> None:
 # --- zh-TW conversion ---------------------------------------------------------------------------------
 
 
-def test_zh_converter_holds_back_trailing_han_so_phrases_convert_whole() -> None:
+def test_zh_converter_holds_a_han_run_until_it_ends_so_phrases_convert_whole() -> None:
     conv = ZhStreamConverter(opencc_converter())
     out = [conv.feed("我是软"), conv.feed("件工程师。"), conv.feed("信"), conv.feed("息"), conv.flush()]
-    assert out[0] == "我"  # 是软 held back
-    assert out[1] == "是軟體工程師。"  # 软件 -> 軟體 (a split 软|件 would give 軟件)
+    assert out[0] == ""  # the run 我是软 may still be part of a phrase
+    assert out[1] == "我是軟體工程師。"  # 软件 -> 軟體 (a split 软|件 would give 軟件)
     assert "".join(out) == "我是軟體工程師。資訊"
 
 
-def test_zh_converter_holdback_is_small() -> None:
+def test_zh_converter_lets_a_long_run_go_but_for_its_tail() -> None:
     seen: list[str] = []
 
     def fake(text: str) -> str:
         seen.append(text)
         return text
 
-    conv = ZhStreamConverter(fake, holdback=2)
-    assert conv.feed("一二三四五") == "一二三"
-    assert conv.feed("六") == "四"
-    assert conv.feed("。") == "五六。"  # a non-Han character ends the holdback
+    conv = ZhStreamConverter(fake, holdback=2, max_run=4)
+    assert conv.feed("一二三") == ""
+    assert conv.feed("四五") == "一二三"  # a run of 5 > 4: all but the last 2 go
+    assert conv.feed("六") == ""
+    assert conv.feed("。") == "四五六。"  # a non-Han character ends the run
     assert conv.flush() == ""
     assert conv.feed("七") == ""
     assert conv.flush() == "七"
@@ -388,6 +406,7 @@ def test_ensure_model_file_trusts_a_verified_file_once_checked(
 # --- the provider with a scripted stand-in for llama_cpp.Llama ----------------------------------------
 
 _EOS = 0
+_PIECE = 10_000_000  # scripted pieces' token ids: far above any prompt character's
 
 
 class FakeLlama:
@@ -406,6 +425,7 @@ class FakeLlama:
         self.lock = threading.Lock()
         self.input_ids: list[int] = []
         self.n_tokens = 0
+        self.grammars: list[Any] = []  # the grammar each generate() call got
 
     def eval(self, tokens: Sequence[int]) -> None:
         if self.eval_delay:
@@ -419,23 +439,24 @@ class FakeLlama:
     def tokenize(self, text: bytes, add_bos: bool = True, special: bool = False) -> list[int]:
         return [ord(ch) for ch in text.decode("utf-8")]
 
-    def generate(self, tokens: Sequence[int], **_: Any) -> Iterator[int]:
-        i = 0
+    def generate(self, tokens: Sequence[int], **kw: Any) -> Iterator[int]:
+        self.grammars.append(kw.get("grammar"))
+        i = sum(1 for t in tokens if t >= _PIECE)  # a restarted generator goes on after what it gave
         while True:
             if self.delay:
                 time.sleep(self.delay)
             with self.lock:
                 self.generated += 1
             if i < len(self.pieces):
-                yield 1000 + i
+                yield _PIECE + i
                 i += 1
             elif self.endless:
-                yield 1000 + len(self.pieces) - 1
+                yield _PIECE + len(self.pieces) - 1
             else:
                 yield _EOS
 
     def detokenize(self, tokens: Sequence[int], special: bool = False) -> bytes:
-        return "".join(self.pieces[t - 1000] for t in tokens).encode("utf-8")
+        return "".join(self.pieces[t - _PIECE] for t in tokens).encode("utf-8")
 
     def close(self) -> None:
         self.closed = True
@@ -603,3 +624,86 @@ def test_detector_releases_braces_that_cannot_start_a_json_object_at_once() -> N
     det = ToolCallDetector(NAMES)
     assert det.feed("{") == []
     assert det.feed("姓名} 是範本變數") == [TextOut("{姓名} 是範本變數")]
+
+
+class MemoryStore:
+    """A PrefixStore stand-in kept in memory: one 'file' per token tuple, shared between 'processes'."""
+
+    def __init__(self) -> None:
+        self.saved: dict[tuple[int, ...], list[int]] = {}
+        self.loads = 0
+        self.saves: list[int] = []
+
+    def load(self, llm: Any, tokens: Sequence[int]) -> bool:
+        if tuple(tokens) not in self.saved:
+            return False
+        llm.input_ids[:] = list(tokens)
+        llm.n_tokens = len(tokens)
+        self.loads += 1
+        return True
+
+    def save(self, llm: Any, tokens: Sequence[int]) -> None:
+        assert llm.n_tokens == len(tokens) and llm.input_ids[: len(tokens)] == list(tokens)
+        self.saved[tuple(tokens)] = list(tokens)
+        self.saves.append(len(tokens))
+
+
+def test_prefill_saves_the_prefix_once_and_a_new_process_loads_it() -> None:
+    store = MemoryStore()
+    prompt = list(range(1, 300))
+    first = FakeLlama([])
+    assert local._prefill(first, prompt, threading.Event(), prefix_len=130, store=store)  # type: ignore[arg-type]
+    assert store.saves == [130] and first.evaluated == len(prompt) - 1  # saved at exactly the prefix
+    again = FakeLlama([])  # a new process: empty KV cache, the same store
+    other = [*prompt[:130], *range(900, 950)]
+    assert local._prefill(again, other, threading.Event(), prefix_len=130, store=store)  # type: ignore[arg-type]
+    assert store.loads == 1 and store.saves == [130]
+    assert again.evaluated == len(other) - 1 - 130  # only what follows the prefix was read
+    assert again.input_ids == other[:-1]
+
+
+def test_prefill_without_a_store_or_with_the_prefix_cached_never_touches_a_store() -> None:
+    store = MemoryStore()
+    llm = FakeLlama([])
+    prompt = list(range(1, 200))
+    local._prefill(llm, prompt, threading.Event())
+    local._prefill(llm, [*prompt[:150], 7, 8], threading.Event(), prefix_len=100, store=store)  # type: ignore[arg-type]
+    assert store.loads == 0 and store.saves == []  # the KV cache already held the prefix
+
+
+def test_the_prefix_length_is_the_first_system_turn() -> None:
+    provider = ScriptedProvider(FakeLlama([]), convert_zh=False)
+    provider._prefix_store = MemoryStore()  # type: ignore[assignment]
+    messages = [
+        ChatMessage("system", "你是 Summer。"),
+        ChatMessage("system", "提示"),
+        ChatMessage("user", "嗨"),
+    ]
+    prompt = render_prompt(messages, [SEARCH])
+    tokens = FakeLlama([]).tokenize(prompt.encode())
+    n = provider._prefix_len(FakeLlama([]), prompt, tokens)  # type: ignore[arg-type]
+    assert prompt[:n].endswith("你是 Summer。<|im_end|>\n") and "提示" not in prompt[:n]
+
+
+async def test_the_first_output_is_held_by_the_grammar_and_text_lets_it_go() -> None:
+    text_fake = FakeLlama(["先", "研究", "。"])
+    await _collect(ScriptedProvider(text_fake), _request())
+    assert text_fake.grammars[0] is not None and text_fake.grammars[1:] == [None]
+    call_fake = FakeLlama(['{"name": "searchKnowledge", ', '"arguments": {"query": "x"}}'])
+    chunks = await _collect(ScriptedProvider(call_fake), _request())
+    assert len(call_fake.grammars) == 1 and call_fake.grammars[0] is not None  # kept for the whole call
+    assert any(c.tool_deltas for c in chunks)
+    final_round = FakeLlama(["好。"])
+    await _collect(ScriptedProvider(final_round), _request(tool_choice="none"))
+    assert final_round.grammars == [None]
+
+
+def test_the_grammar_names_only_the_offered_tools_and_keeps_both_branches() -> None:
+    from careerwise.llm.grammar import call_or_text
+
+    g = call_or_text(["searchKnowledge", "other"])
+    assert g.startswith("root ::= call | text\n")
+    assert 'name ::= "\\"searchKnowledge\\"" | "\\"other\\""' in g
+    assert "text ::= [^{<`\\x00-\\x20] [^\\x00]*" in g
+    with pytest.raises(ValueError):
+        call_or_text([])

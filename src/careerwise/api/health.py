@@ -98,6 +98,9 @@ async def _llm(services: Services, seconds: float) -> dict[str, Any]:
         "model": services.provider.model,
         "probe": await registry.probe(registry.default_name, seconds=seconds),
     }
+    if check["probe"]["state"] == "loading":
+        check["state"], check["error"] = "loading", check["probe"]["error"]
+        return check  # not ready yet, and nothing is wrong: no warning in the log
     resilient = _find(services.provider, ResilientProvider)
     down = check["probe"]["state"] != "ok"
     if resilient is not None:

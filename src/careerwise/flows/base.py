@@ -27,6 +27,8 @@ class FlowOptions:
     max_tool_calls: int = 4
     llm_retries: int = 1
     supports_tools: bool = True
+    coverage_hint: bool = True  # the phase-1 prompt names the articles the message matches
+    medium_flow: str = "auto"  # auto | chain | streamed: which flow answers a medium question
     deep_step_timeout: float = 30.0
     deep_turn_timeout: float = 75.0
     deep_heartbeat: float = 10.0  # seconds between "waiting" progress events during one deep LLM step
@@ -57,6 +59,7 @@ class TurnState:
     retries: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    usage_estimated: bool = False  # some of the counts are estimates: a provider reported no usage
     llm_calls: int = 0
     timings: dict[str, float] = field(default_factory=dict)
     dropped_text: list[str] = field(default_factory=list)
@@ -73,6 +76,7 @@ class TurnState:
         if usage:
             self.prompt_tokens += usage.prompt_tokens
             self.completion_tokens += usage.completion_tokens
+            self.usage_estimated = self.usage_estimated or usage.estimated
 
 
 # The user's latest stored resume (contact details masked), or None: the one narrow way a flow reads it.

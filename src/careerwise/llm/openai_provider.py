@@ -16,6 +16,7 @@ import httpx2
 import openai
 
 from careerwise.errors import LLMError, LLMTimeoutError, LLMToolsUnsupportedError, LLMUnavailableError
+from careerwise.llm.profile import DEFAULT_PROFILE, ProviderProfile
 from careerwise.llm.types import CompletionRequest, StreamChunk, StreamPacing, ToolCallDelta, Usage
 from careerwise.loadwatch import StreamPace
 
@@ -36,9 +37,11 @@ class OpenAIProvider:
         stream_usage: bool = True,
         http_client: Literal["aiohttp", "httpx"] = "aiohttp",
         stream_pace: float | StreamPace = 0.0,
+        profile: ProviderProfile = DEFAULT_PROFILE,
     ) -> None:
         self.name = "openai-compatible"
         self.model = model
+        self.profile = profile
         self._stream_usage = stream_usage
         # a number is a fixed pace; a StreamPace may rise while the process is behind (loadwatch.py)
         pace = stream_pace if isinstance(stream_pace, StreamPace) else StreamPace(base=stream_pace)

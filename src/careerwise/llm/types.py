@@ -64,6 +64,7 @@ class ToolCallDelta:
 class Usage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    estimated: bool = False  # counted by us (llm/clean.py), the provider reported none
 
 
 @dataclass(frozen=True)

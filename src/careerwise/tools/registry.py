@@ -20,6 +20,8 @@ class Resolution:
     # the turn's user message, which searchKnowledge searches beside the model's query (issue #3); set by
     # the flow, not an argument: the model never writes it, and the events do not repeat it
     message: str = ""
+    # tokens of passages the provider should read (its profile); None: whole passages. Set by the flow.
+    budget_tokens: int | None = None
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,45 @@
+"""A GBNF grammar for a first answer that is either a tool call or plain text: both branches open.
+
+A small model asked to write its tool calls as JSON sometimes writes them wrong: a tool nobody offered
+(``poemAboutCat``), the tool schema itself, a fenced or tagged call. Constraining the first output with
+this grammar (llama.cpp's GBNF; a llama.cpp server takes the same text as ``grammar``) leaves the model's
+choice where it was, call or answer, and only shapes each branch:
+
+- ``call``: ``{"name": "<an offered tool>", "arguments": {...}}``, any JSON object as arguments;
+- ``text``: anything whose first character is not ``{``, ``<``, a backtick or white space, so an answer
+  can never start as a call, a schema, a tag or a fence.
+
+The grammar never asks for a call: nothing in it is required of the text branch but its first character.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+_JSON = r"""
+args ::= "{" ws ( pair ( ws "," ws pair )* )? ws "}"
+pair ::= string ws ":" ws value
+value ::= string | number | "true" | "false" | "null" | args | array
+array ::= "[" ws ( value ( ws "," ws value )* )? ws "]"
+string ::= "\"" ( [^"\\\x00-\x1f] | "\\" ["\\/bfnrt] | "\\u" [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F] )* "\""
+number ::= "-"? ( "0" | [1-9] [0-9]* ) ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?
+ws ::= [ \t\n]{0,4}
+"""
+
+
+def _literal(text: str) -> str:
+    return json.dumps(text, ensure_ascii=False)
+
+
+def call_or_text(tool_names: Sequence[str]) -> str:
+    """The grammar for a first output that may call one of ``tool_names`` or answer in text."""
+    if not tool_names:
+        raise ValueError("a call-or-text grammar needs at least one tool name")
+    names = " | ".join(_literal(f'"{n}"') for n in tool_names)
+    return (
+        "root ::= call | text\n"
+        f'call ::= "{{" ws "\\"name\\":" ws name ws "," ws "\\"arguments\\":" ws args ws "}}"\n'
+        f"name ::= {names}\n"
+        "text ::= [^{<`\\x00-\\x20] [^\\x00]*\n" + _JSON
+    )
