@@ -78,8 +78,7 @@ def coverage_note(titles: list[str], zh: bool) -> str:
     """What the knowledge base holds for this question, added after the user's message in the request
     that offers the search tool (never stored as the user's words). It names the matching articles and
     says a search gets Summer's method; with nothing matched it says to answer directly. The model still
-    chooses: on the tuning questions it called the tool with a mean first-token probability of 0.74 when
-    articles were named (docs/local-model.md)."""
+    chooses whether to call the tool; docs/local-model.md has what the note does to that choice."""
     if not titles:
         return _NO_COVERAGE[0 if zh else 1]
     listed = "、".join(f"《{t}》" for t in titles) if zh else "; ".join(f'"{t}"' for t in titles)

@@ -42,7 +42,7 @@ from careerwise.knowledge.fusion import MessageFusion
 from careerwise.knowledge.ingest import IngestReport, ingest_paths
 from careerwise.knowledge.service import BUNDLED_CORPUS, KnowledgeBase
 from careerwise.llm.canary import CanaryGuard
-from careerwise.llm.profile import ProviderProfile, ToolCalling
+from careerwise.llm.profile import SLOW_PASSAGE_BUDGET, ProviderProfile, ToolCalling
 from careerwise.llm.types import CompletionRequest, LLMProvider, StreamChunk
 from careerwise.loadwatch import stream_pace
 from careerwise.ratelimit import Limiter, make_limiter
@@ -273,9 +273,6 @@ class ProviderRegistry:
                 "error": f"GET /models: {r.status_code}",
             }
         return {"state": "ok", "status": r.status_code, "ms": ms}
-
-
-SLOW_PASSAGE_BUDGET = 320
 
 
 def provider_profile(settings: Settings, *, slow: bool, tool_calling: ToolCalling) -> ProviderProfile:

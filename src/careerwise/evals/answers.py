@@ -335,11 +335,6 @@ def format_table(results: Sequence[AnswerResult], summary: dict[str, Any]) -> st
     return "\n".join(rows) + "\n"
 
 
-async def in_process(engine_run: Callable[[str], AsyncIterator[Event]], message: str) -> AsyncIterator[Event]:
-    async for event in engine_run(message):
-        yield event
-
-
 async def fresh_process(command: Sequence[str], message: str) -> AsyncIterator[Event]:
     """One question in a new ``careerwise chat --json`` process: its events as they are printed, so the
     first text is timed from the start of the process (model load included)."""

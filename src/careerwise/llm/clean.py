@@ -78,14 +78,11 @@ class CleanOutput:
         inner: LLMProvider,
         *,
         convert_zh: bool = True,
-        count_tokens: Callable[[str], int] | None = None,
     ) -> None:
         self.inner = inner
         self.name = inner.name
         self.model = inner.model
         self._zh: Callable[[str], str] | None = opencc_converter() if convert_zh else None
-        self._count = count_tokens or estimate_tokens
-        self.suppressed = 0  # answers whose start was model machinery (invented calls, schemas)
 
     async def aclose(self) -> None:
         await self.inner.aclose()
@@ -157,15 +154,14 @@ class CleanOutput:
         usage = None
         if not usage_seen:
             usage = Usage(
-                prompt_tokens=self._count(request_text(request)),
-                completion_tokens=self._count("".join(written)),
+                prompt_tokens=estimate_tokens(request_text(request)),
+                completion_tokens=estimate_tokens("".join(written)),
                 estimated=True,
             )
         yield StreamChunk(finish_reason="tool_calls" if called else (finish or "stop"), usage=usage)
 
     def _call_chunk(self, event: ToolOut | Suppressed) -> StreamChunk | None:
         if isinstance(event, Suppressed):
-            self.suppressed += 1
             what = f"a call to a tool it was not offered ({event.name})" if event.name else "a tool schema"
             log.warning("llm: %s wrote %s; not shown", self.name, what)
         convert = self._zh

@@ -43,7 +43,7 @@ import numpy as np
 from careerwise.errors import LLMError, LLMUnavailableError
 from careerwise.llm.grammar import call_or_text
 from careerwise.llm.prefix_store import PrefixStore
-from careerwise.llm.profile import ProviderProfile
+from careerwise.llm.profile import SLOW_PASSAGE_BUDGET, ProviderProfile
 from careerwise.llm.textcalls import (
     DetectorEvent,
     ParsedToolCall,
@@ -388,7 +388,9 @@ def _model_params(*, repack_weights: bool) -> Iterator[None]:
 
 
 # the embedded model on a CPU: tool calls written as text, a few hundred tokens of passages, slow
-LOCAL_PROFILE = ProviderProfile(tool_calling="constrained", passage_budget_tokens=320, slow=True)
+LOCAL_PROFILE = ProviderProfile(
+    tool_calling="constrained", passage_budget_tokens=SLOW_PASSAGE_BUDGET, slow=True
+)
 
 # Qwen2.5 recommended sampling (generation_config.json); temperature comes from the request.
 _SAMPLING: dict[str, Any] = {"top_p": 0.8, "top_k": 20, "min_p": 0.0, "repeat_penalty": 1.05}

@@ -77,17 +77,8 @@ def parse_tool_call(text: str, tool_names: Sequence[str] | set[str]) -> ParsedTo
     also ``parameters`` for ``arguments``, arguments given as a JSON string, and the OpenAI shape
     ``{"function": {"name": ..., "arguments": ...}}``. The name must be one of ``tool_names``.
     """
-    body = _strip_wrapper(text)
-    if not body.startswith("{"):
-        return None
-    end = find_json_object_end(body, 0)
-    if end is None:
-        return None
-    try:
-        obj = json.loads(body[:end])
-    except json.JSONDecodeError:
-        return None
-    if not isinstance(obj, dict):
+    obj = _object_at_start(text, tools_tag=False)
+    if obj is None:
         return None
     if isinstance(obj.get("function"), dict) and "name" not in obj:
         obj = obj["function"]
@@ -134,9 +125,11 @@ class Suppressed:
 DetectorEvent = TextOut | ToolOut | Suppressed
 
 
-def _object_at_start(text: str) -> dict[str, Any] | None:
+def _object_at_start(text: str, *, tools_tag: bool = True) -> dict[str, Any] | None:
+    """The JSON object at the start of ``text`` (after a fence or ``<tool_call>`` tag, and with
+    ``tools_tag`` a ``<tools>`` tag), or None while it is incomplete or is not one."""
     body = _strip_wrapper(text)
-    if body.startswith(_TOOLS_TAG):
+    if tools_tag and body.startswith(_TOOLS_TAG):
         body = body[len(_TOOLS_TAG) :].lstrip()
     end = find_json_object_end(body, 0) if body.startswith("{") else None
     if end is None:
