@@ -114,6 +114,10 @@ def make_settings(tmp_path: Path, corpus_db: Path, fake_llm: FakeLLM) -> Setting
             "anonymous_chat_per_minute": 0,
             "user_chat_per_minute": 0,
             "login_per_minute": 0,
+            "login_per_account_per_minute": 0,
+            "young_accounts_chat_per_minute": 0,
+            "bookings_per_day": 0,
+            "bookings_held": 0,
             # paced reads merge text by timing: tests that compare or count deltas need every chunk as it
             # comes; tests/integration/test_stream_pacing.py turns pacing on
             "stream_pace_ms": 0,

@@ -30,6 +30,7 @@ from careerwise.api import (
     openai_compat,
     resumes,
 )
+from careerwise.api.body_limit import BodyLimit
 from careerwise.api.security_headers import SecurityHeaders
 from careerwise.config import Settings, get_settings
 from careerwise.memory import (
@@ -69,7 +70,11 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
         try:
             trimmer.export_to(svc.engine.telemetry.metrics.registry)
             install_log_masking()  # the root logger's handlers, as uvicorn's workers configured them
+            # before anything is served: this process registered, the replies a dead one left pending
+            # closed (store/recovery.py); LINE's received events follow when its channel starts
+            await svc.recover()
             await svc.prepare_knowledge()
+            await asyncio.to_thread(svc.parse_workers.warm)  # uploads are parsed in its children
             tuning.apply(settings)
             if trimmer.enabled:
                 trimmer.trim_now()  # what loading the index and embedding the routing examples freed
@@ -85,8 +90,18 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
         finally:
             await _shut_down(svc, trimmer=trimmer, tuning=tuning, warm_task=warm_task, reraise=True)
 
-    app = FastAPI(title="CareerWise", version=__version__, lifespan=lifespan)
+    # the API's own pages only where an operator asked for them: by default everywhere but production
+    docs = settings.api_docs if settings.api_docs is not None else settings.environment != "production"
+    app = FastAPI(
+        title="CareerWise",
+        version=__version__,
+        lifespan=lifespan,
+        docs_url="/docs" if docs else None,
+        redoc_url="/redoc" if docs else None,
+        openapi_url="/openapi.json" if docs else None,
+    )
     errors.install(app)
+    app.add_middleware(BodyLimit, default=settings.max_body_bytes, routes=_body_limits(settings))
     app.add_middleware(auth.CrossSiteGuard, trusted_origins=settings.trusted_origins)
     metrics.install(app)  # GET /metrics; counts every request, the guard's refusals included
     app.add_middleware(RequestsInFlight, trimmer=trimmer)  # idle after a burst: memory back to the OS
@@ -109,6 +124,14 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
         return FileResponse(WEB / "static" / "index.html", headers={"Cache-Control": "no-cache"})
 
     return app
+
+
+def _body_limits(settings: Settings) -> dict[str, int]:
+    """The routes that take uploads, with the body each may send (the rest: ``max_body_bytes``)."""
+    return {
+        "/api/resumes": settings.resume_max_upload_bytes + resumes.FORM_OVERHEAD,
+        "/api/admin/knowledge/documents": settings.knowledge_upload_max_body_bytes,
+    }
 
 
 @dataclass

@@ -32,6 +32,8 @@ def today(now: datetime | None = None) -> date:
 class TokenBudget:
     db: Database
     daily_tokens: int  # 0 = no budget
+    # the day's ceiling of a group key (TurnRequest.budget_group: the young accounts of one IP); 0 = none
+    group_tokens: int = 0
 
     async def used(self, key: str, day: date | None = None, *, session: AsyncSession | None = None) -> int:
         """Tokens counted for ``key`` on ``day`` (today), read on ``session`` when given."""
@@ -50,7 +52,7 @@ class TokenBudget:
     @property
     def applies(self) -> bool:
         """Whether there is a budget to enforce at all (0 = none: nothing is read before a turn)."""
-        return self.daily_tokens > 0
+        return self.daily_tokens > 0 or self.group_tokens > 0
 
     async def check(self, key: str, *, session: AsyncSession | None = None) -> None:
         """RateLimitedError (429, Retry-After until midnight in Taipei) when the day's budget is spent."""
@@ -61,11 +63,19 @@ class TokenBudget:
     def refuse_when_spent(self, used: int) -> None:
         """:meth:`check` once ``used``, today's count, has been read."""
         if self.daily_tokens > 0 and used >= self.daily_tokens:
-            now = datetime.now(TAIPEI)
-            midnight = datetime.combine(now.date() + timedelta(days=1), datetime.min.time(), TAIPEI)
             raise RateLimitedError(
                 f"today's budget of {self.daily_tokens:,} tokens is used up; it renews at midnight Taipei time",
-                retry_after=math.ceil((midnight - now).total_seconds()),
+                retry_after=_until_midnight(),
+            )
+
+    def refuse_when_group_spent(self, used: int) -> None:
+        """The group's ceiling (``group_tokens``): new accounts from one network share one day's budget,
+        so signing up again does not buy another."""
+        if self.group_tokens > 0 and used >= self.group_tokens:
+            raise RateLimitedError(
+                f"new accounts on this network have used today's shared budget of {self.group_tokens:,} "
+                "tokens; it renews at midnight Taipei time",
+                retry_after=_until_midnight(),
             )
 
     async def add(self, key: str, tokens: int) -> None:
@@ -110,3 +120,9 @@ class TokenBudget:
             set_={"tokens": table.c.tokens + stmt.excluded.tokens},
         )
         return upsert
+
+
+def _until_midnight() -> int:
+    now = datetime.now(TAIPEI)
+    midnight = datetime.combine(now.date() + timedelta(days=1), datetime.min.time(), TAIPEI)
+    return math.ceil((midnight - now).total_seconds())

@@ -66,8 +66,9 @@ class Settings(BaseSettings):
     passage_budget_tokens: int | None = Field(
         default=None,
         ge=0,
-        description="Tokens of retrieved passages a grounded answer reads: the sentences most related to the "
-        "question are kept. Unset: 320 on a slow provider, whole passages otherwise; 0: whole passages.",
+        description="Tokens of retrieved passages a grounded answer reads: from each article the search "
+        "found, the sentences most related to the question are kept. Unset: 400 on a slow provider, whole "
+        "passages otherwise; 0: whole passages.",
     )
     search_coverage_hint: bool = Field(
         default=True,
@@ -275,6 +276,36 @@ class Settings(BaseSettings):
         default=12_000, ge=200, description="Most characters of text a resume may have once extracted."
     )
 
+    # --- untrusted files: resumes and knowledge uploads are parsed in a limited worker process ------
+    upload_worker_memory_bytes: int = Field(
+        default=256 * 1024 * 1024,
+        ge=32 * 1024 * 1024,
+        description="Address space a parse worker may add to what it starts with; over it, 400.",
+    )
+    upload_worker_timeout: float = Field(
+        default=4.0, gt=0, description="Seconds a resume parse may take before its worker is killed (400)."
+    )
+    upload_workers: int = Field(
+        default=2, ge=1, description="Parse workers at once per app process; an upload waits for a free one."
+    )
+    upload_max_inflated_bytes: int = Field(
+        default=30 * 1024 * 1024,
+        gt=0,
+        description="Most bytes a DOCX's members may inflate to in all; over it, 413.",
+    )
+    upload_max_archive_members: int = Field(default=1000, ge=1, description="Most members a DOCX may have.")
+    upload_max_xml_elements: int = Field(
+        default=300_000, ge=1000, description="Most XML elements a DOCX's parts may hold in all."
+    )
+    knowledge_max_pdf_pages: int = Field(
+        default=300, ge=1, description="Most pages a knowledge PDF may have."
+    )
+    knowledge_parse_timeout: float = Field(
+        default=60.0,
+        gt=0,
+        description="Seconds one knowledge file's parse may take before its worker is killed.",
+    )
+
     # --- channels ------------------------------------------------------------------------------
     line_channel_secret: SecretStr | None = Field(
         default=None, description="The LINE channel secret (webhook signatures); unset = LINE off (503)."
@@ -315,6 +346,49 @@ class Settings(BaseSettings):
     login_per_minute: int = Field(
         default=10, ge=0, description="Log-in and sign-up attempts per minute for one IP (0 = no limit)."
     )
+    # --- abuse limits and exposure (docs/security.md, "Limits") ---------------------------------
+    login_per_account_per_minute: int = Field(
+        default=5,
+        ge=0,
+        description="Log-in attempts per minute for one account (email), from any IP (0 = no limit).",
+    )
+    young_account_hours: float = Field(
+        default=24.0,
+        ge=0,
+        description="Accounts younger than this share their IP's ceilings below (0 = off).",
+    )
+    young_accounts_chat_per_minute: int = Field(
+        default=30,
+        ge=0,
+        description="Chat turns per minute from one IP across all its young accounts (0 = none).",
+    )
+    young_accounts_daily_tokens: int = Field(
+        default=200_000,
+        ge=0,
+        description="LLM tokens per day from one IP across all its young accounts (0 = none).",
+    )
+    bookings_per_day: int = Field(
+        default=10, ge=0, description="Bookings one IP (or LINE user) may make in 24 hours (0 = no limit)."
+    )
+    bookings_held: int = Field(
+        default=3,
+        ge=0,
+        description="Upcoming active bookings one IP (or LINE user) may hold at once (0 = no limit).",
+    )
+    max_body_bytes: int = Field(
+        default=1024 * 1024,
+        gt=0,
+        description="Largest request body (bytes) outside the upload routes; over it, 413.",
+    )
+    knowledge_upload_max_body_bytes: int = Field(
+        default=21 * 1024 * 1024,
+        gt=0,
+        description="Largest request body of the admin knowledge upload (its files are 20 MB at most each).",
+    )
+    api_docs: bool | None = Field(
+        default=None, description="Serve /docs, /redoc and /openapi.json; unset = everywhere but production."
+    )
+
     rate_limit_store: Literal["auto", "memory", "database"] = Field(
         default="auto",
         description="Where the per-minute limits count: auto = the database on PostgreSQL or with "

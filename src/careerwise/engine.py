@@ -34,9 +34,15 @@ from careerwise.flows.base import Flow, FlowContext, FlowOptions, FlowRegistry, 
 from careerwise.llm.profile import profile_of
 from careerwise.llm.types import ChatMessage, LLMProvider
 from careerwise.routing.router import ContextualRouter, RouteDecision, Router
-from careerwise.store import Conversation, Database, Message, Trace, as_utc
+from careerwise.store import Conversation, Database, Message, Trace
 from careerwise.store.direct import DirectStatement
 from careerwise.store.models import new_id
+from careerwise.store.recovery import (
+    LEASE_SECONDS,
+    ProcessIdentity,
+    ProcessLease,
+    close_interrupted_replies,
+)
 from careerwise.tools.registry import ToolRegistry
 from careerwise.tracing.llm_calls import ROUTING_SINK, ObservedProvider
 from careerwise.tracing.recorder import TraceRecorder
@@ -120,6 +126,11 @@ class TurnRequest:
     user_id: str | None = None
     # whose daily token budget this turn spends: the user (user_id) or, without one, e.g. "ip:1.2.3.4"
     budget_key: str | None = None
+    # a second budget the turn also spends, shared by a group of owners (the young accounts of one IP,
+    # e.g. "young-ip:1.2.3.4"): checked and counted beside the owner's, against its own ceiling
+    budget_group: str | None = None
+    # who is asking, for per-client limits in flows (bookings): "ip:1.2.3.4", "line:U123"
+    client: str | None = None
     # a turn whose route and flow are already known (a resume upload): skips the router and the registry
     route: RouteDecision | None = None
     flow: tuple[str, Flow] | None = None
@@ -154,6 +165,9 @@ class Engine:
     assistant_id: str = DEFAULT_ASSISTANT  # the default assistant: a request that names none gets her
     # (provider name, model) -> provider, from the assistant's settings each turn (services.ProviderRegistry)
     pick_provider: Callable[[str, str], LLMProvider] | None = None
+    # this process's row in app_processes: pending replies are stamped with it once it is started, so
+    # another process can tell a reply whose writer died from one still being written (store/recovery.py)
+    process: ProcessLease | None = None
     _running: set[str] = field(default_factory=set)
 
     def validate(self, req: TurnRequest) -> str:
@@ -227,14 +241,15 @@ class Engine:
             }
         )
         common = {"conversation_id": opened.conversation_id, "trace_id": opened.trace_id}
+        owner = self.process.owner if self.process is not None else None
         messages = [
             common
             | {"id": opened.user_message_id, "role": "user", "content": message}
-            | {"status": "ok", "created_at": now},
+            | {"status": "ok", "created_at": now, "process_id": None},
             # a microsecond later: the history's order never depends on a tie
             common
             | {"id": opened.assistant_message_id, "role": "assistant", "content": ""}
-            | {"status": "pending", "created_at": now + timedelta(microseconds=1)},
+            | {"status": "pending", "created_at": now + timedelta(microseconds=1), "process_id": owner},
         ]
         trace = {
             "id": opened.trace_id,
@@ -270,26 +285,32 @@ class Engine:
         return await self.db.write(store, name="turn opening", undo=_abandon_opening, direct_only=True)
 
     async def _expire_interrupted(self, conversation_id: str) -> int:
-        """A reply still 'pending' long after any turn could have ended was interrupted (its process
-        stopped mid-turn): close it as an error so the conversation is not busy forever. Returns how
-        many were closed."""
-        cutoff = datetime.now(UTC) - timedelta(seconds=self.limits.turn_deadline + 60)
-        async with self.db.session() as s, s.begin():
-            pending = (
-                await s.execute(
-                    select(_MESSAGES.c.id, _MESSAGES.c.created_at).where(
-                        _MESSAGES.c.conversation_id == conversation_id, _MESSAGES.c.status == "pending"
-                    )
-                )
-            ).all()
-            stale = [m.id for m in pending if as_utc(m.created_at) < cutoff]
-            for message_id in stale:
-                log.warning(
-                    "conversation %s: reply %s was interrupted; closed as error", conversation_id, message_id
-                )
-            if stale:
-                await s.execute(update(_MESSAGES).where(_MESSAGES.c.id.in_(stale)).values(status="error"))
-        return len(stale)
+        """The conversation's pending reply was left by a process that died mid-turn (its owner is dead,
+        store/recovery.py; without an owner: it is older than any turn can last): close it as an error
+        so the conversation is not busy. Returns how many were closed."""
+        process = self.process
+        closed = await close_interrupted_replies(
+            self.db,
+            here=process.identity if process is not None else ProcessIdentity.current(),
+            lease=process.lease_seconds if process is not None else LEASE_SECONDS,
+            conversation_id=conversation_id,
+            unowned_before=self.unowned_cutoff(),
+        )
+        for reply in closed:
+            log.warning(
+                "conversation %s: reply %s was interrupted (its process %s is gone); closed as error",
+                conversation_id,
+                reply.message_id,
+                reply.owner or "unrecorded",
+            )
+        if closed:
+            self.telemetry.metrics.recovered.labels("reply").inc(len(closed))
+        return len(closed)
+
+    def unowned_cutoff(self) -> datetime:
+        """A pending reply with no owner recorded, written before this, was interrupted: no turn lasts
+        that long."""
+        return datetime.now(UTC) - timedelta(seconds=self.limits.turn_deadline + 60)
 
     async def run(self, req: TurnRequest) -> AsyncIterator[Event]:
         """Validate, store, route, run the flow. Raises ``UserInputError`` / ``NotFoundError`` /
@@ -301,6 +322,7 @@ class Engine:
             )
         owner = req.budget_owner
         assistant = await self._pre_turn(req, owner)
+        spenders = [k for k in (owner, req.budget_group) if k is not None]
         provider = (
             self.pick_provider(assistant.llm_provider, assistant.llm_model)
             if self.pick_provider
@@ -366,6 +388,7 @@ class Engine:
                         kb=self.kb,
                         conversation_id=conv_id,
                         user_id=req.user_id,
+                        client=req.client,
                         channel=req.channel,
                         turn_id=trace_id,
                         stored_resume=stored_resume_loader(self.db, req.user_id),
@@ -419,7 +442,13 @@ class Engine:
                 # the day's token count rides in the same transaction: one write per turn end, not two
                 await asyncio.shield(
                     self._close(
-                        trace_id, asst_id, recorder, state, status, flow_name, spend=self._spend(owner, state)
+                        trace_id,
+                        asst_id,
+                        recorder,
+                        state,
+                        status,
+                        flow_name,
+                        spend=self._spend(spenders, state),
                     )
                 )
             finally:
@@ -435,21 +464,26 @@ class Engine:
             self.budget if self.budget is not None and owner is not None and self.budget.applies else None
         )
         assistant_id = req.assistant
+        group = req.budget_group if budget is not None and budget.group_tokens > 0 else None
 
-        def read(connection: Connection) -> tuple[int, TurnRead | None]:
+        def read(connection: Connection) -> tuple[int, int, TurnRead | None]:
             used = budget.used_on(connection, owner) if budget is not None and owner is not None else 0
-            return used, SettingsStore.read_on(connection, assistant_id)
+            group_used = budget.used_on(connection, group) if budget is not None and group is not None else 0
+            return used, group_used, SettingsStore.read_on(connection, assistant_id)
 
-        used, found = await self.db.read(read, name="turn reads")
+        used, group_used, found = await self.db.read(read, name="turn reads")
         if budget is not None:
             budget.refuse_when_spent(used)
+            if group is not None:
+                budget.refuse_when_group_spent(group_used)
         return await self.settings_store.for_turn(assistant_id, read=found)
 
-    def _spend(self, owner: str | None, state: TurnState) -> tuple[str, int] | None:
-        """Whose budget this turn's tokens count against, and how many; None when nothing is counted."""
-        if self.budget is None or owner is None:
+    def _spend(self, owners: list[str], state: TurnState) -> tuple[list[str], int] | None:
+        """Whose budgets this turn's tokens count against (the owner's, and its group's when it has
+        one), and how many; None when nothing is counted."""
+        if self.budget is None or not owners:
             return None
-        return owner, state.prompt_tokens + state.completion_tokens
+        return owners, state.prompt_tokens + state.completion_tokens
 
     async def _route(self, message: str, history: list[ChatMessage], observer: TurnObserver) -> RouteDecision:
         """Route in a task whose context names this turn's LLM-call sink, so the router's layer-3 call is
@@ -495,7 +529,7 @@ class Engine:
         status: str,
         flow_name: str,
         *,
-        spend: tuple[str, int] | None = None,
+        spend: tuple[list[str], int] | None = None,
     ) -> None:
         """One write transaction: the answer, the trace, its rows and (``spend``) the day's token count.
         UPDATEs by primary key rather than loading the two rows first: two fewer round trips a turn
@@ -537,7 +571,8 @@ class Engine:
                 _insert_rows(table).send(connection, rows)
             if budget is not None and spend is not None:
                 # last, so a row lock on the owner's day (PostgreSQL) is held only until the commit
-                budget.add_on(connection, *spend)
+                for key in spend[0]:
+                    budget.add_on(connection, key, spend[1])
 
         try:
             await self.db.write(store, name="turn closing", direct_only=True)

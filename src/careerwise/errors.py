@@ -4,7 +4,8 @@ CareerWiseError
 ├── UserInputError (400/422)      the caller sent something we cannot accept
 │   ├── ConversationBusyError (409)  a turn is still running on that conversation
 │   ├── ConflictError (409)          the request collides with stored state (an email already signed up)
-│   ├── PayloadTooLargeError (413)   an upload over its size limit
+│   ├── PayloadTooLargeError (413)   an upload over its size limit (also once inflated)
+│   ├── UploadTooComplexError (400)  an upload that needs more memory, time or parts to read than allowed
 │   └── UnsupportedMediaTypeError (415)  an upload of a kind we do not read
 ├── AuthenticationError (401)     not logged in, or wrong email/password (never says which)
 ├── PermissionDeniedError (403)   logged in but not allowed; or a cross-site state-changing request
@@ -16,6 +17,7 @@ CareerWiseError
 │   └── LLMToolsUnsupportedError     the provider refused the ``tools`` parameter
 ├── KnowledgeUnavailableError (503) the retriever could not load or query
 │   └── SegmenterUnavailableError    jieba's dictionary did not load: Chinese text cannot be tokenized
+├── DatabaseBusyError (503)       another process holds the database's lock; carries ``retry_after``
 └── ToolError                     a tool failed; reported to the model, never to HTTP
     └── ToolArgumentsError           the model's arguments did not parse or validate
 """
@@ -45,6 +47,13 @@ class PayloadTooLargeError(UserInputError):
 
 class UnsupportedMediaTypeError(UserInputError):
     code = "unsupported_media_type"
+
+
+class UploadTooComplexError(UserInputError):
+    """The parse worker was stopped at its memory or time limit, or the file has more elements,
+    pages or archive members than its limits allow (``careerwise.untrusted``)."""
+
+    code = "upload_too_complex"
 
 
 class AuthenticationError(CareerWiseError):
@@ -96,6 +105,17 @@ class SegmenterUnavailableError(KnowledgeUnavailableError):
     load after ``SEGMENTER_RETRY_AFTER`` seconds)."""
 
     code = "segmenter_unavailable"
+
+
+class DatabaseBusyError(CareerWiseError):
+    """SQLite's lock stayed held past ``busy_timeout`` (another process, a backup, a stuck writer): the
+    request changed nothing and may be sent again after ``retry_after`` seconds."""
+
+    code = "database_busy"
+
+    def __init__(self, message: str, *, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = max(1, retry_after)
 
 
 class ToolError(CareerWiseError):

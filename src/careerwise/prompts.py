@@ -55,6 +55,10 @@ _LINES = {
         "系統發生錯誤，已記錄，請稍後再試。",
         "Something went wrong on our side; it was logged.",
     ),
+    "interrupted": (
+        "這個回答因服務重新啟動而中斷，請再問一次。",
+        "This answer was cut off when the service restarted; please ask again.",
+    ),
     "placeholder_resume": (
         "履歷健檢功能即將推出。現在你可以直接貼上想問的履歷段落，我會以職涯建議的方式回答。",
         "Resume review is coming soon.",

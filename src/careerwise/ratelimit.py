@@ -21,6 +21,7 @@ import math
 import time
 from collections import deque
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from functools import cached_property
 from typing import Protocol, cast
 
@@ -30,7 +31,7 @@ from sqlalchemy.engine import Connection
 
 from careerwise.config import Settings
 from careerwise.errors import RateLimitedError
-from careerwise.store import Database
+from careerwise.store import Database, as_utc
 from careerwise.store.models_ratelimit import RateLimitWindow
 
 log = logging.getLogger(__name__)
@@ -172,3 +173,12 @@ def make_limiter(scope: str, limit: int, *, settings: Settings, db: Database) ->
     if shared_store(settings, db):
         return SharedRateLimiter(db, scope=scope, limit=limit)
     return RateLimiter(limit)
+
+
+def is_young(created_at: datetime, *, hours: float, now: datetime | None = None) -> bool:
+    """Whether an account made at ``created_at`` is under ``hours`` old (0: no account is). Young
+    accounts of one IP share that IP's ceilings, so that signing up again does not buy more turns or
+    tokens (docs/security.md, "Limits")."""
+    if hours <= 0:
+        return False
+    return as_utc(created_at) > (now or datetime.now(UTC)) - timedelta(hours=hours)

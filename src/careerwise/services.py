@@ -18,7 +18,7 @@ import httpx
 
 from careerwise.assistant_settings import SettingsStore, default_provider, provider_names
 from careerwise.auth import AccountService
-from careerwise.booking import BookingService
+from careerwise.booking import BookingLimits, BookingService
 from careerwise.booking import token_key as booking_token_key
 from careerwise.budget import TokenBudget
 from careerwise.config import Settings
@@ -51,9 +51,11 @@ from careerwise.routing.cascade import CascadeRouter
 from careerwise.routing.embedder import routing_embedder
 from careerwise.routing.router import Router
 from careerwise.store import Database
+from careerwise.store.recovery import ProcessLease, close_interrupted_replies
 from careerwise.tools import SearchKnowledgeTool, ToolRegistry
 from careerwise.tracing.llm_calls import ObservedProvider
 from careerwise.tracing.telemetry import Telemetry
+from careerwise.untrusted import ArchiveLimits, ParseWorkers
 
 if TYPE_CHECKING:
     from careerwise.llm.resilience import CircuitBreaker
@@ -324,6 +326,8 @@ class Limiters:
     anonymous_chat: Limiter
     user_chat: Limiter
     login: Limiter
+    login_account: Limiter  # keyed by the email tried, whatever the IP
+    young_accounts_chat: Limiter  # keyed by IP, shared by every young account using it
 
     @classmethod
     def from_settings(cls, s: Settings, db: Database) -> Limiters:
@@ -331,6 +335,10 @@ class Limiters:
             anonymous_chat=make_limiter("anonymous_chat", s.anonymous_chat_per_minute, settings=s, db=db),
             user_chat=make_limiter("user_chat", s.user_chat_per_minute, settings=s, db=db),
             login=make_limiter("login", s.login_per_minute, settings=s, db=db),
+            login_account=make_limiter("login_account", s.login_per_account_per_minute, settings=s, db=db),
+            young_accounts_chat=make_limiter(
+                "young_accounts_chat", s.young_accounts_chat_per_minute, settings=s, db=db
+            ),
         )
 
 
@@ -376,6 +384,8 @@ class Services:
     resumes: ResumeService
     limiters: Limiters
     providers: ProviderRegistry
+    process: ProcessLease
+    parse_workers: ParseWorkers  # untrusted files (resumes, knowledge uploads) are parsed in these
 
     async def prepare_knowledge(self) -> IngestReport | None:
         """Ingest the bundled corpus when the knowledge base is empty, then load the index."""
@@ -399,15 +409,47 @@ class Services:
             await prepare()  # embed the routing examples now, not on the first message
         return report
 
+    async def recover(self) -> None:
+        """At start-up, before serving: register this process (its pending replies are stamped with it
+        from now on), then close the replies that dead processes left pending, so their conversations
+        accept a message at once (store/recovery.py). Logged and counted; a failure here is logged and
+        counted too, and start-up goes on: a 409 still closes a dead process's reply when it is met
+        (``Engine._expire_interrupted``)."""
+        from careerwise.tracing import background
+
+        metrics = self.engine.telemetry.metrics
+        try:
+            await self.process.start()
+            closed = await close_interrupted_replies(
+                self.db,
+                here=self.process.identity,
+                lease=self.process.lease_seconds,
+                unowned_before=self.engine.unowned_cutoff(),
+            )
+        except Exception:
+            log.exception("recovery: closing the replies left by dead processes failed at start-up")
+            background.count_failure(background.STARTUP_RECOVERY)
+            return
+        if closed:
+            metrics.recovered.labels("reply").inc(len(closed))
+            log.warning(
+                "recovery: closed %d reply(ies) left pending by dead processes (%s) in %d conversation(s)",
+                len(closed),
+                ", ".join(sorted({c.owner or "unrecorded" for c in closed})),
+                len({c.conversation_id for c in closed}),
+            )
+
     async def aclose(self) -> None:
         """The database and the telemetry (buffered traces) are closed even when the providers' close
         fails; the failure is raised after (the app's lifespan logs it). The knowledge base's BM25
-        threads are let go first: that neither waits nor fails (``KnowledgeBase.close``)."""
+        threads are let go first: that neither waits nor fails (``KnowledgeBase.close``). This process's
+        row is marked stopped before the database closes (it logs its own failure)."""
         self.kb.close()
         try:
             await self.providers.aclose()  # the default provider among them
         finally:
             try:
+                await self.process.stop()
                 await self.db.dispose()
             finally:
                 self.engine.telemetry.shutdown()
@@ -473,18 +515,34 @@ def build_services(
         deep_turn_timeout=settings.resolved_deep_turn_timeout,
         deep_heartbeat=settings.deep_heartbeat_interval,
     )
-    bookings = BookingService(db, token_key=booking_token_key(session_secret(settings)))
+    bookings = BookingService(
+        db,
+        token_key=booking_token_key(session_secret(settings)),
+        limits=BookingLimits(per_day=settings.bookings_per_day, held=settings.bookings_held),
+    )
+    parse_workers = ParseWorkers(
+        memory_bytes=settings.upload_worker_memory_bytes, slots=settings.upload_workers
+    )
     resumes = ResumeService(
         db,
         ExtractLimits(
             max_bytes=settings.resume_max_upload_bytes,
             max_pages=settings.resume_max_pdf_pages,
             max_chars=settings.resume_max_chars,
+            archive=ArchiveLimits(
+                max_inflated_bytes=settings.upload_max_inflated_bytes,
+                max_members=settings.upload_max_archive_members,
+                max_xml_elements=settings.upload_max_xml_elements,
+            ),
         ),
+        workers=parse_workers,
+        timeout=settings.upload_worker_timeout,
     )
-    budget = TokenBudget(db, settings.daily_token_budget)
+    budget = TokenBudget(db, settings.daily_token_budget, group_tokens=settings.young_accounts_daily_tokens)
+    process = ProcessLease(db)
     engine = Engine(
         db=db,
+        process=process,
         provider=llm,
         tools=tools,
         router=router
@@ -533,4 +591,6 @@ def build_services(
         resumes=resumes,
         limiters=Limiters.from_settings(settings, db),
         providers=providers,
+        process=process,
+        parse_workers=parse_workers,
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 
 import pytest
@@ -90,3 +91,66 @@ async def test_every_request_carries_the_canary_in_its_system_prompt() -> None:
     assert first[0].content == "You are Summer." and first[1].role == "system" and CANARY in first[1].content
     assert inner.seen[1].messages[0].role == "system" and CANARY in inner.seen[1].messages[0].content
     assert inner.seen[1].messages[1].content == "hi"
+
+
+@pytest.mark.parametrize(
+    "written",
+    [
+        CANARY.lower(),
+        CANARY.upper(),
+        "ｃｗ－０１２３４５６７８９ａｂｃｄｅｆ",  # fullwidth
+        "C W - 0 1 2 3 4 5 6 7 8 9 a b c d e f",
+        "CW-0123\u200b4567\u200c89ab\u00adcdef",  # zero-width space, non-joiner, soft hyphen
+        "CW_0123.4567-89ab_cdef",
+        "0123456789abcdef",  # the random part alone
+    ],
+)
+@pytest.mark.parametrize("size", [1, 3, 100])
+async def test_copied_forms_of_the_canary_are_redacted_too(written: str, size: int) -> None:
+    text, _, guard = await run(split(f"標記：{written}。", size))
+    assert text == f"標記：{REDACTED}。" and guard.leaks_blocked == 1
+
+
+async def test_names_and_ids_of_tool_calls_are_scrubbed() -> None:
+    chunks = [
+        StreamChunk(
+            tool_deltas=(ToolCallDelta(index=0, id=f"call-{CANARY}", name=CANARY.lower(), arguments="{}"),)
+        ),
+        # a name split over two deltas: the piece that completes the canary is replaced
+        StreamChunk(tool_deltas=(ToolCallDelta(index=1, id="c2", name="CW-0123"),)),
+        StreamChunk(tool_deltas=(ToolCallDelta(index=1, name="456789abcdef", arguments="{}"),)),
+        StreamChunk(finish_reason="tool_calls"),
+    ]
+    inner = Pieces(chunks)
+    guard = CanaryGuard(inner, canary=CANARY)
+    out = [c async for c in guard.stream(CompletionRequest(messages=[ChatMessage(role="user", content="x")]))]
+    deltas = [d for c in out for d in c.tool_deltas]
+    written = " ".join(f"{d.id} {d.name} {d.arguments}" for d in deltas)
+    assert CANARY not in written and CANARY.lower() not in written
+    names = [d.name for d in deltas if d.name]
+    assert names == [REDACTED, "CW-0123", REDACTED] and deltas[0].id == f"call-{REDACTED}"
+    assert guard.leaks_blocked == 3
+
+
+async def test_arguments_are_checked_as_the_json_they_decode_to() -> None:
+    escaped = "".join(f"\\u{ord(c):04x}" for c in CANARY)  # what json.loads turns into the canary
+    args = '{"query": "' + escaped + '", "top_k": 3}'
+    chunks = [
+        StreamChunk(
+            tool_deltas=(ToolCallDelta(index=0, id="c1", name="searchKnowledge", arguments=args[:9]),)
+        ),
+        StreamChunk(tool_deltas=(ToolCallDelta(index=0, arguments=args[9:]),)),
+        StreamChunk(finish_reason="tool_calls"),
+    ]
+    _, out, guard = await run(chunks)
+    assert json.loads(out) == {"query": REDACTED, "top_k": 3} and guard.leaks_blocked == 1
+
+
+async def test_arguments_too_deep_to_check_are_dropped_not_passed_on() -> None:
+    deep = "[" * 5000 + '"x"' + "]" * 5000
+    chunks = [
+        StreamChunk(tool_deltas=(ToolCallDelta(index=0, id="c1", name="searchKnowledge", arguments=deep),)),
+        StreamChunk(finish_reason="tool_calls"),
+    ]
+    _, out, _ = await run(chunks)
+    assert out == REDACTED

@@ -2,7 +2,7 @@
 of 2026-11-30): what was started is stopped, the interpreter's tuning is undone, the failure is logged and
 reaches the server.
 
-The services are a stand-in with the four things the lifespan touches, so each failure can be placed
+The services are a stand-in with the things the lifespan touches, so each failure can be placed
 exactly; the real services are started and stopped by every test that serves (tests/conftest.py)."""
 
 from __future__ import annotations
@@ -29,8 +29,12 @@ class _Services:
             telemetry=SimpleNamespace(metrics=SimpleNamespace(registry=CollectorRegistry()))
         )
         self.provider = SimpleNamespace()
+        self.parse_workers = SimpleNamespace(warm=lambda: None)
         self._prepare, self._close = prepare, close
         self.prepared = self.closed = 0
+
+    async def recover(self) -> None:
+        return None
 
     async def prepare_knowledge(self) -> None:
         self.prepared += 1

@@ -14,6 +14,7 @@ from careerwise.api.auth import get_admin_user
 from careerwise.errors import UserInputError
 
 MAX_RANGE_DAYS = 366
+DEFAULT_RANGE_DAYS = 30
 
 
 def admin_router(tag: str) -> APIRouter:
@@ -43,14 +44,17 @@ class DateRange:
 def date_range(
     date_from: Annotated[date | None, Query(description="First UTC day (YYYY-MM-DD), included.")] = None,
     date_to: Annotated[date | None, Query(description="Last UTC day (YYYY-MM-DD), included.")] = None,
-    *,
-    default_days: int = 30,
 ) -> DateRange:
+    """The range a request asks for; without ``date_from``, the ``DEFAULT_RANGE_DAYS`` days up to
+    ``date_to`` (never before the first representable day). Every parameter of a dependency is a query
+    parameter a caller can send: a fixed choice is a constant, not a keyword with a default."""
     today = datetime.now(UTC).date()
     last = date_to or today
-    first = date_from or (last - timedelta(days=default_days - 1))
+    first = date_from or last - timedelta(days=min(DEFAULT_RANGE_DAYS - 1, (last - date.min).days))
     if first > last:
         raise UserInputError(f"date_from ({first}) is after date_to ({last})")
+    if last >= date.max:  # the range ends at the start of the next day, which must exist
+        raise UserInputError(f"date_to must be before {date.max}")
     if (last - first).days + 1 > MAX_RANGE_DAYS:
         raise UserInputError(f"a date range may cover at most {MAX_RANGE_DAYS} days")
     return DateRange(first, last)

@@ -5,6 +5,12 @@ Upload progress is streamed in the upload's own response (Server-Sent Events) ra
 job in this process to be polled: a poll could land on another app process, which would not know the
 job (shared/DESIGN.md principle 7). The ingest runs as a task of its own, so a browser that goes away
 mid-upload does not leave half an ingest: the task finishes, reloads the index and logs its report.
+
+Uploaded files are untrusted: each is saved to a staging folder outside ``uploads/`` and read there in
+a limited worker process (``careerwise.untrusted``: memory, time and PDF page limits) before the
+response starts. A file that cannot be read is reported and deleted; when none can, the upload is
+refused with the first file's reason (4xx). Only a file whose document was stored moves to
+``uploads/``, so a bulk ingest of that folder never reads a file that failed.
 """
 
 from __future__ import annotations
@@ -12,7 +18,10 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import re
+import shutil
+import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Annotated, Any
@@ -35,12 +44,19 @@ from careerwise.errors import (
     UserInputError,
 )
 from careerwise.events import ToolCallEvent, ToolResultEvent
-from careerwise.knowledge.documents import MAX_FILE_BYTES, SUPPORTED_SUFFIXES
-from careerwise.knowledge.ingest import IngestReport, bump_version, ingest_paths
+from careerwise.knowledge.documents import (
+    MAX_FILE_BYTES,
+    SUPPORTED_SUFFIXES,
+    SourceDocument,
+    UnreadableDocumentError,
+    load_document,
+)
+from careerwise.knowledge.ingest import IngestReport, bump_version, ingest_documents
 from careerwise.services import Services
 from careerwise.store import Chunk, Document, as_utc
 from careerwise.tools.search_knowledge import MAX_QUERY_CHARS, MAX_TOP_K
 from careerwise.tools.search_knowledge import NAME as SEARCH_TOOL
+from careerwise.tracing.background import KNOWLEDGE_UPLOAD_CLEANUP, count_failure
 
 log = logging.getLogger(__name__)
 router = admin_router("admin: knowledge")
@@ -86,6 +102,68 @@ async def documents(services: ServicesDep) -> dict[str, Any]:
 
 def uploads_dir(services: Services) -> Path:
     return services.settings.data_dir / "uploads"
+
+
+def staging_root(services: Services) -> Path:
+    """Where uploaded files wait while they are read and ingested: beside ``uploads/``, never in it."""
+    return services.settings.data_dir / "uploads-incoming"
+
+
+def _remove(path: Path) -> None:
+    """Delete a staging folder; a failure is logged and counted (its files are never ingested: they
+    are outside ``uploads/``)."""
+    try:
+        shutil.rmtree(path)
+    except FileNotFoundError:
+        return
+    except OSError:
+        log.exception("admin upload: could not remove the staging folder %s", path)
+        count_failure(KNOWLEDGE_UPLOAD_CLEANUP)
+
+
+async def _read_all(
+    services: Services, files: list[UploadFile], names: list[str], staging: Path
+) -> tuple[list[tuple[Path, SourceDocument]], dict[str, UserInputError]]:
+    """Each file saved in ``staging`` and read in a limited worker: the documents, and the refusals
+    by file name (their files deleted at once)."""
+    settings = services.settings
+    docs: list[tuple[Path, SourceDocument]] = []
+    refused: dict[str, UserInputError] = {}
+    for f, name in zip(files, names, strict=True):
+        data = await f.read(MAX_FILE_BYTES + 1)
+        if len(data) > MAX_FILE_BYTES:
+            raise PayloadTooLargeError(f"{name} is over the limit of {MAX_FILE_BYTES} bytes")
+        path = staging / name
+        await asyncio.to_thread(path.write_bytes, data)
+        try:
+            doc = await services.parse_workers.run(
+                settings.knowledge_parse_timeout,
+                name,
+                load_document,
+                path,
+                root=staging,
+                max_pdf_pages=settings.knowledge_max_pdf_pages,
+            )
+        except UserInputError as exc:
+            # the server's folder is no business of the browser's: file names only
+            message = str(exc).replace(str(staging) + "/", "")
+            refused[name] = exc if message == str(exc) else UnreadableDocumentError(message)
+            log.info("admin upload: refused %s: %s", name, message)
+            await asyncio.to_thread(path.unlink)
+            continue
+        if any(doc.id == other.id for _p, other in docs):
+            raise UserInputError(f"{name} has the same document id {doc.id!r} as another file of the upload")
+        docs.append((path, doc))
+    return docs, refused
+
+
+def _keep(report: IngestReport, docs: list[tuple[Path, SourceDocument]], folder: Path) -> None:
+    """Move the files whose documents were stored into ``folder``; the others stay in staging, which
+    the caller removes."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for path, _doc in docs:
+        if str(path) not in report.failed:
+            os.replace(path, folder / path.name)
 
 
 def _safe_name(raw: str | None) -> str:
@@ -143,18 +221,19 @@ async def upload(
         if f.size is not None and f.size > MAX_FILE_BYTES:
             raise PayloadTooLargeError(f"{name} is {f.size} bytes; the limit is {MAX_FILE_BYTES} bytes")
     folder = uploads_dir(services)
-    folder.mkdir(parents=True, exist_ok=True)
-    paths: list[Path] = []
-    for f, name in zip(files, names, strict=True):
-        data = await f.read(MAX_FILE_BYTES + 1)
-        if len(data) > MAX_FILE_BYTES:
-            raise PayloadTooLargeError(f"{name} is over the limit of {MAX_FILE_BYTES} bytes")
-        path = folder / name
-        await asyncio.to_thread(path.write_bytes, data)
-        paths.append(path)
+    root = staging_root(services)
+    root.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=root))
+    try:
+        docs, refused = await _read_all(services, files, names, staging)
+        if not docs:
+            raise next(iter(refused.values()))
+    except BaseException:
+        await asyncio.to_thread(_remove, staging)
+        raise
 
     queue: asyncio.Queue[tuple[str, dict[str, Any]]] = asyncio.Queue()
-    total = len(paths)
+    total = len(names)
     handled = 0
 
     def progress(item: str) -> None:
@@ -164,7 +243,11 @@ async def upload(
 
     async def job() -> None:
         try:
-            report = await ingest_paths(services.db, services.kb.embedder, paths, progress=progress)
+            for name in refused:
+                progress(name)
+            report = await ingest_documents(services.db, services.kb.embedder, docs, progress=progress)
+            report.failed.update({name: str(exc) for name, exc in refused.items()})
+            await asyncio.to_thread(_keep, report, docs, folder)
             queue.put_nowait(("progress", {"stage": "reindex", "done": handled, "total": total}))
             if report.changed:
                 await services.kb.load()
@@ -176,11 +259,13 @@ async def upload(
                 list(report.failed),
             )
             queue.put_nowait(
-                ("done", {"report": _report_view(report, folder), "knowledge": knowledge_status(services)})
+                ("done", {"report": _report_view(report, staging), "knowledge": knowledge_status(services)})
             )
         except Exception as exc:
             log.exception("admin upload: the ingest failed")
             queue.put_nowait(("error", {"message": f"the ingest failed: {type(exc).__name__}: {exc}"}))
+        finally:
+            await asyncio.to_thread(_remove, staging)  # what was not moved to uploads/ failed
 
     task = asyncio.create_task(job())
     jobs = _jobs(request)

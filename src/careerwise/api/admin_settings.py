@@ -10,10 +10,11 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import Query
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 from sqlalchemy import func, select
 
 from careerwise.api import admin_assistants
+from careerwise.api._strict import REQUEST_MODEL
 from careerwise.api.admin_common import admin_router
 from careerwise.api.auth import AdminUser
 from careerwise.api.deps import ServicesDep
@@ -68,7 +69,7 @@ async def get_settings(assistant_id: str, services: ServicesDep) -> dict[str, An
 
 
 class SettingIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = REQUEST_MODEL
     value: bool | int | float | str = Field(description="The new value (JSON type of the setting).")
 
 
@@ -149,7 +150,7 @@ async def apikeys(services: ServicesDep) -> dict[str, Any]:
 
 
 class KeyIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = REQUEST_MODEL
     name: str = Field(max_length=120, description="Who or what uses the key.")
 
 

@@ -14,9 +14,10 @@ from typing import Annotated, Any
 from urllib.parse import urlsplit
 
 from fastapi import APIRouter, Depends, Request, Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from careerwise.api._strict import REQUEST_MODEL
 from careerwise.api.deps import ServicesDep
 from careerwise.api.errors import error_body
 from careerwise.errors import AuthenticationError, PermissionDeniedError
@@ -62,7 +63,7 @@ def client_ip(request: Request) -> str:
 
 
 class Credentials(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = REQUEST_MODEL
     email: str = Field(max_length=254)
     password: str = Field(max_length=1024)
 
@@ -109,6 +110,11 @@ async def signup(body: SignUp, request: Request, response: Response, services: S
 @router.post("/api/auth/login")
 async def login(body: Credentials, request: Request, response: Response, services: ServicesDep) -> UserOut:
     await services.limiters.login.hit(client_ip(request), "sign-up and log-in attempts")
+    # and per account, whatever the IP: guessing one account's password from many addresses is slowed
+    # too (the price: someone can keep an account's owner out for the window; docs/security.md)
+    await services.limiters.login_account.hit(
+        f"account:{body.email.strip().lower()}", "log-in attempts for this account"
+    )
     user = await services.accounts.authenticate(email=body.email, password=body.password)
     # a new session on every log-in: a cookie planted before log-in is never promoted (session fixation)
     await services.accounts.close_session(request.cookies.get(COOKIE))
@@ -162,10 +168,37 @@ class CrossSiteGuard:
         if origin in self.trusted:
             return None
         host = headers.get("host", "").lower()
-        parts = urlsplit(origin)
-        if origin == "null" or not parts.netloc or parts.netloc != host:
-            return f"a state-changing request from origin {origin!r} was refused; this site is {host!r}"
+        scheme = str(scope.get("scheme", "http")).lower()
+        here = _site(scheme, host)
+        if origin == "null" or here is None or _site(*_scheme_and_netloc(origin)) != here:
+            return (
+                f"a state-changing request from origin {origin!r} was refused; this site is {scheme}://{host}"
+            )
         return None
+
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def _scheme_and_netloc(origin: str) -> tuple[str, str]:
+    parts = urlsplit(origin)
+    return parts.scheme, parts.netloc
+
+
+def _site(scheme: str, netloc: str) -> tuple[str, str, int] | None:
+    """(scheme, host, port) with the scheme's default port filled in; None when it cannot be read.
+    An Origin matches this site only when all three agree: http://host is another origin than
+    https://host (a page on the plain-HTTP site could otherwise act on the HTTPS one)."""
+    if scheme not in _DEFAULT_PORTS or not netloc:
+        return None
+    parts = urlsplit(f"//{netloc}")
+    try:
+        port = parts.port
+    except ValueError:
+        return None
+    if not parts.hostname:
+        return None
+    return scheme, parts.hostname, port if port is not None else _DEFAULT_PORTS[scheme]
 
 
 async def _send_json(send: Send, status: int, body: dict[str, Any]) -> None:

@@ -15,9 +15,10 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from fastapi import Path as PathParam
 from fastapi.responses import FileResponse, JSONResponse
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, Field, StringConstraints
 
-from careerwise.api.auth import AdminUser, OptionalUser
+from careerwise.api._strict import REQUEST_MODEL, JsonAwareDatetime, JsonDate
+from careerwise.api.auth import AdminUser, OptionalUser, client_ip
 from careerwise.api.deps import ServicesDep
 from careerwise.booking import Availability, BookingService, BookingView, slot_label
 from careerwise.booking.errors import BookingNotFoundError, InvalidBookingError
@@ -51,8 +52,8 @@ class SlotsOut(BaseModel):
 
 
 class BookIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    slot_start: AwareDatetime = Field(description="A free slot's start, with its offset (Z or +08:00).")
+    model_config = REQUEST_MODEL
+    slot_start: JsonAwareDatetime = Field(description="A free slot's start, with its offset (Z or +08:00).")
     name: Annotated[str, StringConstraints(min_length=1, max_length=80)]
     contact: Annotated[str, StringConstraints(min_length=1, max_length=254)] = Field(
         description="An email address or a LINE ID (e.g. 'LINE: summer.coach')."
@@ -61,8 +62,8 @@ class BookIn(BaseModel):
 
 
 class RescheduleIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    slot_start: AwareDatetime
+    model_config = REQUEST_MODEL
+    slot_start: JsonAwareDatetime
     idempotency_key: Key | None = None
 
 
@@ -90,19 +91,19 @@ class BookingsOut(BaseModel):
 
 
 class RangeIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = REQUEST_MODEL
     start: HHMM
     end: HHMM
 
 
 class WeeklyIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = REQUEST_MODEL
     ranges: Annotated[list[RangeIn], Field(max_length=12)]
 
 
 class ExceptionIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    day: date
+    model_config = REQUEST_MODEL
+    day: JsonDate
     kind: Literal["closed", "extra"]
     start: HHMM | None = None
     end: HHMM | None = None
@@ -110,7 +111,7 @@ class ExceptionIn(BaseModel):
 
 
 class AvailabilitySettingsIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = REQUEST_MODEL
     slot_minutes: int | None = Field(default=None, ge=10, le=240)
     horizon_days: int | None = Field(default=None, ge=1, le=365)
     min_notice_minutes: int | None = Field(default=None, ge=0, le=10080)
@@ -219,6 +220,10 @@ async def slots(
     responses={
         200: {"description": "An idempotent replay: the booking the first request made."},
         409: {"description": "The slot is taken; details.next_free_slots lists others."},
+        429: {
+            "description": "This IP made or holds too many bookings (code booking_limit; details.limit "
+            "is held or per_day), with Retry-After."
+        },
     },
 )
 async def book(
@@ -236,6 +241,7 @@ async def book(
         user_id=user.id if user else None,
         channel="web",
         idempotency_key=_key(idempotency_key, body.idempotency_key),
+        client_key=f"ip:{client_ip(request)}",
     )
     out = _out(service, result.booking, await service.availability(), request)
     headers = {"Location": f"/api/bookings/{out.id}"}

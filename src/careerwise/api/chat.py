@@ -6,9 +6,10 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+from pydantic import BaseModel, Field, StringConstraints, field_validator
 
 from careerwise.api._sse import EventStreamResponse, sse_with_keepalive
+from careerwise.api._strict import REQUEST_MODEL
 from careerwise.api.auth import OptionalUser, client_ip
 from careerwise.api.deps import ServicesDep
 from careerwise.engine import HistoryItem, TurnRequest
@@ -25,6 +26,7 @@ from careerwise.events import (
     ToolResultEvent,
     event_to_sse,
 )
+from careerwise.ratelimit import is_young
 from careerwise.store import User
 
 router = APIRouter(tags=["chat"])
@@ -32,13 +34,13 @@ MAX_CHARS = 4000
 
 
 class HistoryIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = REQUEST_MODEL
     role: Literal["user", "assistant"]
     content: Annotated[str, StringConstraints(max_length=MAX_CHARS * 4)]
 
 
 class ChatIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = REQUEST_MODEL
     message: Annotated[str, StringConstraints(max_length=MAX_CHARS)] = Field(
         description="The user's message (1 to 4,000 characters, not only whitespace)."
     )
@@ -107,13 +109,15 @@ def collect(events: list[Event]) -> FullReply:
     return FullReply(answer="".join(answer), **reply)
 
 
-def _turn(body: ChatIn, user: User | None, ip: str) -> TurnRequest:
+def _turn(body: ChatIn, user: User | None, ip: str, *, young: bool) -> TurnRequest:
     return TurnRequest(
         message=body.message,
         history=[HistoryItem(h.role, h.content) for h in body.history] if body.history else None,
         conversation_id=body.conversation_id,
         user_id=user.id if user else None,
         budget_key=None if user else f"ip:{ip}",
+        budget_group=f"young-ip:{ip}" if young else None,
+        client=f"ip:{ip}",
         assistant=body.assistant,
     )
 
@@ -126,11 +130,15 @@ def _turn(body: ChatIn, user: User | None, ip: str) -> TurnRequest:
 async def chat(
     body: ChatIn, request: Request, services: ServicesDep, user: OptionalUser
 ) -> EventStreamResponse | JSONResponse:
+    ip = client_ip(request)
+    young = user is not None and is_young(user.created_at, hours=services.settings.young_account_hours)
     if user is None:
-        await services.limiters.anonymous_chat.hit(client_ip(request), "messages without an account")
+        await services.limiters.anonymous_chat.hit(ip, "messages without an account")
     else:
+        if young:  # one ceiling for all the new accounts of this IP, beside each account's own
+            await services.limiters.young_accounts_chat.hit(ip, "messages from new accounts on this network")
         await services.limiters.user_chat.hit(user.id, "messages")
-    gen = services.engine.run(_turn(body, user, client_ip(request)))
+    gen = services.engine.run(_turn(body, user, ip, young=young))
     # the first event comes after validation and storage: input errors become 4xx before any byte is sent
     first = await gen.__anext__()
     if body.mode == "full":

@@ -16,10 +16,11 @@ from datetime import UTC, datetime, timedelta
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, Request, Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 from sqlalchemy import delete, select
 
 from careerwise.api._message_views import MessageOut, message_views
+from careerwise.api._strict import REQUEST_MODEL
 from careerwise.api.auth import CurrentUser, OptionalUser, client_ip
 from careerwise.api.deps import ServicesDep
 from careerwise.errors import ConversationBusyError, NotFoundError
@@ -57,7 +58,7 @@ class ConversationDetail(ConversationOut):
 
 
 class NewConversation(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = REQUEST_MODEL
     title: str = Field(default="", max_length=200)
 
 

@@ -12,10 +12,11 @@ from datetime import UTC, datetime
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Path
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, Field, StringConstraints
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
+from careerwise.api._strict import REQUEST_MODEL
 from careerwise.api.auth import OptionalUser
 from careerwise.api.deps import ServicesDep
 from careerwise.errors import ConflictError, NotFoundError, PermissionDeniedError, UserInputError
@@ -28,7 +29,7 @@ MAX_COMMENT = 1000
 
 
 class FeedbackIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = REQUEST_MODEL
     rating: Literal["up", "down"]
     comment: Annotated[str, StringConstraints(max_length=MAX_COMMENT)] | None = Field(
         default=None, description="Optional, at most 1,000 characters."

@@ -1,7 +1,7 @@
 """``POST /line/webhook``: the LINE Messaging API webhook (see careerwise.channels.line and
 docs/channels.md). The channel lives as long as the app: this router's lifespan starts it after the
-services exist (and checks its assistant, ``CAREERWISE_LINE_ASSISTANT``) and, on shutdown, waits for the
-answers still being written."""
+services exist (and checks its assistant, ``CAREERWISE_LINE_ASSISTANT``, and answers or apologises for the
+events a dead process left unanswered) and, on shutdown, waits for the answers still being written."""
 
 from __future__ import annotations
 
@@ -46,6 +46,8 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         )
         # a missing or disabled assistant is logged now, not first noticed by a user's message
         await channel.check_assistant()
+        # the messages a dead process left unanswered: answered again, or apologised for
+        await channel.recover()
     app.state.line_channel = channel
     app.state.line_problem = problem
     try:

@@ -3,6 +3,7 @@ bookings with a database-enforced one-booking-per-slot rule, idempotent retries,
 
 from careerwise.booking.contact import Contact, parse_contact, parse_name
 from careerwise.booking.errors import (
+    BookingLimitError,
     BookingNotActiveError,
     BookingNotFoundError,
     IdempotencyKeyReusedError,
@@ -10,7 +11,7 @@ from careerwise.booking.errors import (
     SlotTakenError,
     SlotUnavailableError,
 )
-from careerwise.booking.service import BookingService, BookingView, BookResult, token_key
+from careerwise.booking.service import BookingLimits, BookingService, BookingView, BookResult, token_key
 from careerwise.booking.slots import DEFAULT_COACH, Availability, DayException, Slot
 from careerwise.booking.timefmt import slot_label
 
@@ -18,6 +19,8 @@ __all__ = [
     "DEFAULT_COACH",
     "Availability",
     "BookResult",
+    "BookingLimitError",
+    "BookingLimits",
     "BookingNotActiveError",
     "BookingNotFoundError",
     "BookingService",

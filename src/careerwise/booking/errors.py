@@ -10,6 +10,8 @@ CareerWiseError
 │   └── ConflictError (409)
 │       ├── SlotTakenError              someone else has that slot
 │       └── BookingNotActiveError       cancelled or moved already
+├── RateLimitedError (429)
+│   └── BookingLimitError            one client (an IP, a LINE user) made or holds too many bookings
 └── NotFoundError (404)
     └── BookingNotFoundError
 """
@@ -18,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from careerwise.errors import ConflictError, NotFoundError, UserInputError
+from careerwise.errors import ConflictError, NotFoundError, RateLimitedError, UserInputError
 
 
 class InvalidBookingError(UserInputError):
@@ -51,6 +53,17 @@ class BookingNotActiveError(ConflictError):
     def __init__(self, message: str, *, status: str, moved_to: str | None = None) -> None:
         super().__init__(message)
         self.details: dict[str, Any] = {"status": status, "moved_to": moved_to}
+
+
+class BookingLimitError(RateLimitedError):
+    """``details.limit`` says which: ``held`` (upcoming bookings held at once) or ``per_day`` (bookings
+    made in 24 hours); ``details.max`` is the configured number."""
+
+    code = "booking_limit"
+
+    def __init__(self, message: str, *, limit: str, maximum: int, retry_after: int) -> None:
+        super().__init__(message, retry_after=retry_after)
+        self.details: dict[str, Any] = {"limit": limit, "max": maximum}
 
 
 class BookingNotFoundError(NotFoundError):

@@ -4,6 +4,11 @@ Every rule that protects a booking is enforced in one transaction with the datab
 the partial unique index ``uq_bookings_active_slot`` refuses a second active booking of a slot, and
 the unique ``idempotency_key`` makes a retried request find the booking the first one made. Code
 checks before the write are for clear messages, never for correctness.
+
+The per-client limits (:class:`BookingLimits`: bookings made in 24 hours, upcoming bookings held) are
+counted in the same transaction as the insert, the new row included, so concurrent requests from one
+client cannot pass them together: SQLite's write lock serialises the transactions, and on PostgreSQL
+a transaction-scoped advisory lock on the client's key does.
 """
 
 from __future__ import annotations
@@ -13,18 +18,20 @@ import hashlib
 import hmac
 import json
 import logging
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta
 from typing import Any, Literal
 
-from sqlalchemy import delete, func, or_, select, update
+from sqlalchemy import delete, func, or_, select, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from careerwise.booking import ics
 from careerwise.booking.contact import Contact, parse_contact, parse_name
 from careerwise.booking.errors import (
+    BookingLimitError,
     BookingNotActiveError,
     BookingNotFoundError,
     IdempotencyKeyReusedError,
@@ -83,6 +90,7 @@ class BookingView:
     rescheduled_from: str | None
     created_at: datetime
     updated_at: datetime
+    client_key: str | None = None
 
     @classmethod
     def of(cls, row: Booking) -> BookingView:
@@ -101,7 +109,20 @@ class BookingView:
             rescheduled_from=row.rescheduled_from,
             created_at=as_utc(row.created_at),
             updated_at=as_utc(row.updated_at),
+            client_key=row.client_key,
         )
+
+
+@dataclass(frozen=True)
+class BookingLimits:
+    """What one client (``client_key``: an IP, a LINE user) may do; 0 = no limit. A booking made
+    without a client key (the admin CLI, a direct caller) is not limited."""
+
+    per_day: int = 0  # bookings made in any 24 hours, cancelled ones included (reschedules are not new)
+    held: int = 0  # active bookings whose slot has not ended yet
+
+
+_DAY = timedelta(hours=24)
 
 
 @dataclass(frozen=True)
@@ -118,8 +139,10 @@ class BookingService:
         token_key: bytes,
         coach_id: str = DEFAULT_COACH,
         clock: Callable[[], datetime] = _now,
+        limits: BookingLimits | None = None,
     ) -> None:
         self.db = db
+        self.limits = limits or BookingLimits()
         self.coach_id = coach_id
         self._token_key = token_key
         self._clock = clock
@@ -364,7 +387,9 @@ class BookingService:
         conversation_id: str | None = None,
         channel: str = "web",
         idempotency_key: str | None = None,
+        client_key: str | None = None,
     ) -> BookResult:
+        """``client_key`` names who asks ("ip:1.2.3.4", "line:U123") for :class:`BookingLimits`."""
         clean_name, clean_contact = parse_name(name), parse_contact(contact)
         start = as_utc(slot_start)
         digest = _request_hash("book", self.coach_id, start, clean_name, clean_contact, user_id)
@@ -387,19 +412,86 @@ class BookingService:
             channel=channel,
             idempotency_key=idempotency_key,
             request_hash=digest if idempotency_key is not None else None,
+            client_key=client_key,
             created_at=now,
             updated_at=now,
         )
         row.origin_id = row.id = new_id()
+        await self.check_limits(client_key)  # the clear refusal before the slot is looked at
         try:
             async with self.db.session() as s, s.begin():
+                await self._lock_client(s, client_key)
                 s.add(row)
                 await s.flush()
                 await self._refuse_overlap(s, row)
+                await self._refuse_over_limits(s, client_key, now=now, counting_new=True)
         except IntegrityError as exc:
             return BookResult(await self._after_integrity_error(exc, idempotency_key, digest, start), False)
         log.info("booking %s: %s booked by %s", row.id, slot.start.isoformat(), channel)
         return BookResult(BookingView.of(row), created=True)
+
+    async def check_limits(self, client_key: str | None) -> None:
+        """BookingLimitError (429) when ``client_key`` may not make one more booking now; nothing when
+        no limit applies. :meth:`book` checks again inside its transaction, which is the guarantee."""
+        if client_key is None or not (self.limits.per_day or self.limits.held):
+            return
+        async with self.db.session() as s:
+            await self._refuse_over_limits(s, client_key, now=self.now(), counting_new=False)
+
+    async def _lock_client(self, s: AsyncSession, client_key: str | None) -> None:
+        """PostgreSQL: one client's bookings are counted and inserted one transaction at a time (READ
+        COMMITTED would let two concurrent transactions each miss the other's new row). SQLite's write
+        lock already serialises every writing transaction."""
+        if client_key is not None and self.db.is_postgresql and (self.limits.per_day or self.limits.held):
+            await s.execute(
+                text("SELECT pg_advisory_xact_lock(hashtext(:key))"), {"key": f"booking:{client_key}"}
+            )
+
+    async def _refuse_over_limits(
+        self, s: AsyncSession, client_key: str | None, *, now: datetime, counting_new: bool
+    ) -> None:
+        """``counting_new``: the new booking is already flushed in ``s`` and counted; else one more is
+        asked for. Held first: its message tells the client what to do (cancel one)."""
+        if client_key is None:
+            return
+        extra = 0 if counting_new else 1
+        mine = Booking.client_key == client_key
+        if self.limits.held:
+            held_ends = (
+                await s.scalars(
+                    select(Booking.slot_end)
+                    .where(mine, Booking.status == "active", Booking.slot_end > now)
+                    .order_by(Booking.slot_end)
+                )
+            ).all()
+            if len(held_ends) + extra > self.limits.held:
+                log.info("booking: %s holds %d upcoming bookings: refused", client_key, len(held_ends))
+                first_end = as_utc(held_ends[0]) if held_ends else now
+                raise BookingLimitError(
+                    f"you already hold {self.limits.held} upcoming consultations, the most one person may "
+                    "hold at a time; cancel one, or book again once one has taken place",
+                    limit="held",
+                    maximum=self.limits.held,
+                    retry_after=_seconds(first_end - now),
+                )
+        if self.limits.per_day:
+            made = (
+                await s.scalars(
+                    select(Booking.created_at)
+                    .where(mine, Booking.rescheduled_from.is_(None), Booking.created_at > now - _DAY)
+                    .order_by(Booking.created_at)
+                )
+            ).all()
+            if len(made) + extra > self.limits.per_day:
+                log.info("booking: %s made %d bookings in 24 hours: refused", client_key, len(made))
+                wait = _seconds(as_utc(made[0]) + _DAY - now) if made else 1
+                raise BookingLimitError(
+                    f"{self.limits.per_day} bookings were already made from here in the last 24 hours, the "
+                    f"most allowed; you can book again in about {max(1, round(wait / 3600))} hour(s)",
+                    limit="per_day",
+                    maximum=self.limits.per_day,
+                    retry_after=wait,
+                )
 
     async def _refuse_overlap(self, s: AsyncSession, row: Booking) -> None:
         """Slots start on the grid, so the unique index is the guarantee; this catches the one case it
@@ -549,6 +641,7 @@ class BookingService:
             request_hash=digest if idempotency_key is not None else None,
             origin_id=old.origin_id,
             rescheduled_from=old.id,
+            client_key=old.client_key,
             created_at=now,
             updated_at=now,
         )
@@ -632,6 +725,10 @@ class _Stale(Exception):
 def _check_range(a: int, b: int) -> None:
     if not (0 <= a < b <= 1440):
         raise InvalidBookingError("hours must be a start before an end, between 00:00 and 24:00")
+
+
+def _seconds(span: timedelta) -> int:
+    return max(1, math.ceil(span.total_seconds()))
 
 
 def _rowcount(result: object) -> int:

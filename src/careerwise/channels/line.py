@@ -4,14 +4,20 @@ The order of work for one webhook request:
 
 1. the signature (base64 HMAC-SHA256 of the raw body with the channel secret) is checked before anything
    is parsed; a request without a valid one is refused and leaves no trace;
-2. each event is stored once by its ``webhookEventId`` (a unique constraint): a redelivery of an event
-   that was stored already is dropped, so it is never answered twice;
+2. each event is stored once by its ``webhookEventId`` (a unique constraint), with the process answering
+   it and the event itself until it has its outcome: a redelivery of an event that has its outcome, or
+   that a live process is answering, is dropped, so it is never answered twice; a redelivery of one
+   still 'received' by a process that died is answered here (careerwise.store.recovery);
 3. the HTTP answer (200) goes back at once; text messages are queued per LINE chat and answered in the
    background, one turn at a time per chat, in the order they arrived;
 4. a turn runs through the engine with the chat's conversation (history carries over), answered by the
    channel's assistant (``CAREERWISE_LINE_ASSISTANT``); if it is slow the chat shows LINE's loading
    animation; the answer is sent with the reply token, or pushed (with an ``X-Line-Retry-Key``) when the
    token can no longer be used.
+
+At start-up (:meth:`LineChannel.recover`) the events a dead process left 'received' are answered again,
+or, when they are older than ``reanswer_within`` or cannot be read back, the chat gets an apology
+asking for the message again: every stored message gets an answer or an apology.
 
 The assistant is checked at start-up and by every turn (an admin may create or enable it later, without a
 restart). While it is unknown or disabled, every message still gets an answer — the usual "something went
@@ -29,7 +35,7 @@ import logging
 import uuid
 from collections import deque
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
@@ -49,7 +55,8 @@ from careerwise.errors import (
     UserInputError,
 )
 from careerwise.events import Event
-from careerwise.store import Database, LineEventRecord, LineUser
+from careerwise.store import Database, LineEventRecord, LineUser, as_utc
+from careerwise.store.recovery import ClaimedEvent, claim_line_events
 from careerwise.tracing import background
 
 if TYPE_CHECKING:
@@ -79,6 +86,13 @@ OVER_BUDGET = (
     "You've used today's conversation allowance; Summer can answer again after midnight Taipei time.",
 )
 OVERFLOW = ("（內容太長，其餘已省略）", "(The rest was too long for LINE and was left out.)")
+INTERRUPTED = (
+    "抱歉，服務剛才重新啟動，沒來得及回覆你的訊息，請再傳一次。\n"
+    "(Sorry, the service restarted before it could answer your message; please send it again.)"
+)
+# a message left unanswered by a dead process is answered at start-up if it is younger than this; an
+# older one gets INTERRUPTED instead: an answer that long after the question would come out of the blue
+REANSWER_WITHIN = timedelta(hours=1)
 
 
 # --------------------------------------------------------------------------- signatures
@@ -179,7 +193,7 @@ def parse_webhook(body: bytes) -> list[WebhookEvent]:
 
 # --------------------------------------------------------------------------- the channel
 
-JobKind = Literal["text", "not_text"]
+JobKind = Literal["text", "not_text", "apology"]
 
 
 @dataclass(frozen=True)
@@ -235,10 +249,12 @@ class LineChannel:
         request_timeout: float = 15.0,
         shutdown_timeout: float | None = None,
         assistant: str = DEFAULT_ASSISTANT,
+        reanswer_within: timedelta = REANSWER_WITHIN,
     ) -> None:
         self.engine = engine
         self.db = db
         self.assistant = assistant
+        self.reanswer_within = reanswer_within
         self._secret = channel_secret
         self.loading_after = loading_after
         self.request_timeout = request_timeout
@@ -258,11 +274,22 @@ class LineChannel:
 
     async def receive(self, events: list[WebhookEvent]) -> int:
         """Store each new event and queue the ones that need an answer. Returns how many were queued;
-        a redelivered event that is stored already is dropped here."""
+        a redelivered event that is stored already is dropped here, unless the process that was
+        answering it died before it had an outcome: then this process answers it."""
         queued = 0
         for event in events:
             job = _job_for(event)
             if not await self._store(event, job):
+                if job is not None and await self._take_over(event):
+                    log.warning(
+                        "line channel: event %s was delivered again while the process answering it had "
+                        "died; answering it here",
+                        event.webhookEventId,
+                    )
+                    self.engine.telemetry.metrics.recovered.labels("line_taken_over").inc()
+                    self._enqueue(job)
+                    queued += 1
+                    continue
                 log.info(
                     "line channel: event %s was delivered again; not answered twice", event.webhookEventId
                 )
@@ -272,7 +299,22 @@ class LineChannel:
                 queued += 1
         return queued
 
+    async def _take_over(self, event: WebhookEvent) -> bool:
+        """Claim a stored event that is still 'received' by a dead process (store/recovery.py)."""
+        process = self.engine.process
+        if process is None or process.owner is None:
+            return False  # an unregistered process cannot tell a dead owner from a live one
+        claimed = await claim_line_events(
+            self.db,
+            process,
+            unowned_before=self.engine.unowned_cutoff(),
+            event_id=event.webhookEventId,
+            payload=event.model_dump(mode="json"),
+        )
+        return bool(claimed)
+
     async def _store(self, event: WebhookEvent, job: _Job | None) -> bool:
+        process = self.engine.process
         record = LineEventRecord(
             webhook_event_id=event.webhookEventId,
             event_type=event.type,
@@ -280,6 +322,9 @@ class LineChannel:
             redelivery=event.deliveryContext.isRedelivery,
             status="received" if job is not None else "ignored",
             processed_at=None if job is not None else datetime.now(UTC),
+            # kept until the outcome is stored, so another process can answer it if this one dies
+            process_id=process.owner if process is not None and job is not None else None,
+            payload=event.model_dump(mode="json") if job is not None else None,
         )
         try:
             async with self.db.session() as s, s.begin():
@@ -335,15 +380,17 @@ class LineChannel:
                     problem = str(exc)
                     self._assistant_failed(problem, event.webhookEventId)
                     texts = [prompts.line("internal_error", prompts.is_chinese(event.message.text))]
-            else:
+            elif job.kind == "not_text":
                 texts = [NOT_TEXT]
+            else:
+                texts = [INTERRUPTED]
             delivery = await self._deliver(event, job.chat_key, texts)
         except Exception as exc:
             self.failures += 1
             log.exception("line channel: event %s could not be answered", event.webhookEventId)
             await self._finish(event.webhookEventId, "failed", None, trace_id, _describe(exc)[:2000])
             return
-        status = "failed" if problem else "answered"
+        status = "failed" if problem else "apologised" if job.kind == "apology" else "answered"
         await self._finish(event.webhookEventId, status, delivery, trace_id, problem)
 
     # ---- the channel's assistant
@@ -396,6 +443,7 @@ class LineChannel:
                         trace_id=trace_id,
                         error=error,
                         processed_at=datetime.now(UTC),
+                        payload=None,  # the message's text stays in the conversation, not here
                     )
                 )
         except Exception:
@@ -542,6 +590,79 @@ class LineChannel:
                 await asyncio.sleep(0.5 * 2**attempt)
         assert last is not None
         raise LinePushError(f"push failed {attempts} times: {_describe(last)}") from last
+
+    # ---- start-up recovery
+
+    async def recover(self) -> tuple[int, int]:
+        """At start-up: take over the events that dead processes left 'received' (store/recovery.py)
+        and queue them: answered again when younger than ``reanswer_within``, else (or when the stored
+        event cannot be read back) an apology asks the chat to send the message again. Returns how many
+        were re-queued and how many get the apology; logged and counted. A failure to read them is
+        logged and counted, and start-up goes on: a redelivery of such an event is still answered."""
+        process = self.engine.process
+        if process is None or process.owner is None:
+            log.error("line channel: this process is not registered; received events are not recovered")
+            background.count_failure(background.STARTUP_RECOVERY)
+            return 0, 0
+        try:
+            claimed = await claim_line_events(self.db, process, unowned_before=self.engine.unowned_cutoff())
+        except Exception:
+            self.failures += 1
+            log.exception("line channel: the events left unanswered by dead processes could not be read")
+            background.count_failure(background.STARTUP_RECOVERY)
+            return 0, 0
+        now = datetime.now(UTC)
+        requeued = apologised = 0
+        for found in claimed:
+            job = self._recovered_job(found, fresh=as_utc(found.received_at) >= now - self.reanswer_within)
+            if job is None:
+                continue
+            self._enqueue(job)
+            if job.kind == "apology":
+                apologised += 1
+            else:
+                requeued += 1
+        recovered = self.engine.telemetry.metrics.recovered
+        recovered.labels("line_requeued").inc(requeued)
+        recovered.labels("line_apologised").inc(apologised)
+        if claimed:
+            log.warning(
+                "line channel: %d event(s) left unanswered by dead processes: %d answered again, "
+                "%d get an apology",
+                len(claimed),
+                requeued,
+                apologised,
+            )
+        return requeued, apologised
+
+    def _recovered_job(self, found: ClaimedEvent, *, fresh: bool) -> _Job | None:
+        """The job for an event taken over at start-up: the event's own when it is fresh, else the
+        apology (to the event's chat); None when there is no chat to send anything to."""
+        event: WebhookEvent | None = None
+        if found.payload is not None:
+            try:
+                event = WebhookEvent.model_validate(found.payload)
+            except ValidationError as exc:
+                log.warning(
+                    "line channel: stored event %s does not parse (%s); apologising instead",
+                    found.webhook_event_id,
+                    exc.errors(include_input=False),
+                )
+        job = _job_for(event) if event is not None else None
+        if job is not None and fresh:
+            return job
+        chat_key = job.chat_key if job is not None else found.chat_key
+        if chat_key is None:
+            self.failures += 1
+            log.error("line channel: event %s has no chat to apologise to", found.webhook_event_id)
+            return None
+        # a stale event's reply token has expired: the apology is pushed
+        apology = WebhookEvent(
+            type="message",
+            webhookEventId=found.webhook_event_id,
+            source=WebhookSource(type="user", userId=chat_key),
+        )
+        return _Job(apology, "apology", chat_key)
 
     # ---- shutdown
 

@@ -33,6 +33,7 @@ from careerwise.events import DegradedEvent, Event, ProgressEvent, ReportEvent, 
 from careerwise.flows import _facts
 from careerwise.flows.base import FlowContext
 from careerwise.flows.tool_use import tool_use_flow
+from careerwise.knowledge.fence import fenced, head_line
 from careerwise.knowledge.index import Hit
 from careerwise.llm.types import ChatMessage, CompletionRequest
 
@@ -592,8 +593,8 @@ def passages(hits: Sequence[Hit], *, start: int = 1) -> str:
     """Chunks as numbered reference passages for a prompt."""
     blocks = []
     for n, h in enumerate(hits, start):
-        head = h.chunk.title + (f" › {h.chunk.section}" if h.chunk.section else "")
-        blocks.append(f"〔{n}〕{head}\n<<<\n{h.chunk.text}\n>>>")
+        # a passage cannot close its own fence: the markers in its head and its text are defused
+        blocks.append(f"〔{n}〕{head_line(h.chunk.title, h.chunk.section)}\n{fenced(h.chunk.text)}")
     return "\n\n".join(blocks)
 
 

@@ -98,6 +98,7 @@ class FlowContext:
     # who and where: flows that keep per-conversation state or act for a user (booking) need these
     conversation_id: str | None = None
     user_id: str | None = None
+    client: str | None = None  # "ip:1.2.3.4" or "line:U123": per-client limits (bookings)
     channel: str = "web"
     turn_id: str | None = None  # the trace id: unique per turn
     # set by the engine for a logged-in user only, bound to that user: a flow cannot ask for anyone else's

@@ -25,6 +25,7 @@ from careerwise import prompts
 from careerwise.booking import Availability, BookingService, BookingView, dialogue
 from careerwise.booking.contact import parse_contact, parse_name
 from careerwise.booking.errors import (
+    BookingLimitError,
     BookingNotActiveError,
     InvalidBookingError,
     SlotTakenError,
@@ -113,6 +114,17 @@ _T: dict[str, tuple[str, str]] = {
     "cancelled": ("已取消 {slot} 的預約。", "Cancelled the booking on {slot}."),
     "kept": ("好的，預約保留不變。", "OK, the booking stays as it is."),
     "not_active": ("這個預約已經不是有效狀態（{status}）。", "That booking is no longer active ({status})."),
+    "limit_held": (
+        "您目前已有 {max} 個即將到來的預約，這是同時能保留的上限。請先取消其中一個（說「取消預約」），"
+        "或等其中一次諮詢結束後再預約。",
+        "You already hold {max} upcoming consultations, the most one person may hold at a time. Cancel "
+        'one first (say "cancel my booking"), or book again after one has taken place.',
+    ),
+    "limit_per_day": (
+        "24 小時內最多只能預約 {max} 次，這裡已經達到上限了。請大約 {hours} 小時後再試。",
+        "At most {max} bookings can be made in 24 hours, and that many have been made from here. Please "
+        "try again in about {hours} hour(s).",
+    ),
 }
 _ACTION = {"cancel": ("取消", "cancel"), "reschedule": ("改期", "reschedule")}
 
@@ -200,6 +212,10 @@ class BookingFlow:
         if cmd is not None:
             return await self._choose(ctx, conv, zh, cmd)
         if state is None or (state.step == "done" and not dialogue.is_yes(message)):
+            try:  # said before any slot is offered: a client at its limit is not led through the dialogue
+                await self.service.check_limits(_client(ctx))
+            except BookingLimitError as exc:
+                return _limit_text(exc, zh)
             return await self._offer(conv, _State("pick", zh, {"mode": "book"}, new_id()), more=False)
         return await self._step(ctx, conv, state, message)
 
@@ -328,7 +344,11 @@ class BookingFlow:
                     conversation_id=conv,
                     channel=ctx.channel,
                     idempotency_key=self._key(conv, state),
+                    client_key=_client(ctx),
                 )
+        except BookingLimitError as exc:
+            await self._clear(conv)
+            return _limit_text(exc, zh)
         except (SlotTakenError, SlotUnavailableError):
             taken = _t("taken", zh, slot=self._label(start, av, zh))
             state.data.pop("slot", None)
@@ -398,6 +418,22 @@ class BookingFlow:
             )
         fresh = _State("pick", state.zh, {"mode": "reschedule", "booking_id": booking.id}, new_id())
         return await self._offer(conv, fresh, more=False)
+
+
+def _client(ctx: FlowContext) -> str | None:
+    """Who the booking limits count: the caller's IP on the web; on LINE the LINE user (LINE's servers
+    send every user's messages, so their IP would be everyone at once), on the OpenAI-compatible API
+    the key."""
+    if ctx.client is not None:
+        return ctx.client
+    return ctx.user_id if ctx.channel != "web" else None
+
+
+def _limit_text(exc: BookingLimitError, zh: bool) -> str:
+    maximum = exc.details["max"]
+    if exc.details["limit"] == "held":
+        return _t("limit_held", zh, max=maximum)
+    return _t("limit_per_day", zh, max=maximum, hours=max(1, round(exc.retry_after / 3600)))
 
 
 def register_booking_flow(flows: FlowRegistry, service: BookingService) -> BookingFlow:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
 import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -149,11 +150,27 @@ def _warm_done(task: asyncio.Task[None]) -> None:
     background.task_failed(task, task=background.TOOL_WARM, logger=log, what=what, level=logging.WARNING)
 
 
+def _no_constant(name: str) -> Any:
+    raise ToolArgumentsError(f"arguments hold {name}, which is not a JSON number")
+
+
+def _finite(literal: str) -> float:
+    value = float(literal)
+    if not math.isfinite(value):
+        raise ToolArgumentsError(f"the number {literal[:20]} is too large")
+    return value
+
+
 def _parse_arguments(raw: str) -> dict[str, Any]:
+    """The model's arguments as a JSON object, or ToolArgumentsError. A number no float holds (``1e999``)
+    and ``NaN``/``Infinity`` are refused here: such a value could not be stored in a trace or sent as
+    JSON, and a tool would have to turn it into an integer."""
     try:
-        value = json.loads(raw or "{}")
+        value = json.loads(raw or "{}", parse_constant=_no_constant, parse_float=_finite)
     except json.JSONDecodeError as exc:
         raise ToolArgumentsError(f"arguments are not valid JSON ({exc.msg} at position {exc.pos})") from exc
+    except (ValueError, RecursionError) as exc:  # an integer of thousands of digits; nesting too deep
+        raise ToolArgumentsError(f"arguments are not valid JSON ({type(exc).__name__})") from exc
     if not isinstance(value, dict):
         raise ToolArgumentsError("arguments must be a JSON object")
     return value
@@ -199,6 +216,10 @@ def _prepare(
         except ToolArgumentsError as exc:
             error = str(exc)
             raw = call.arguments
+    if error is not None:
+        # refused, not run: the model reads why as the call's result; the trace and the metrics
+        # (careerwise_tool_calls ok="false") keep it too
+        log.info("tool_use: call %s to %s refused: %s", call.id, call.name, error)
     event = ToolCallEvent(
         call_id=call.id,
         name=call.name,

@@ -8,9 +8,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from careerwise.errors import UserInputError
+from careerwise.untrusted import declared_pages
 
 SUPPORTED_SUFFIXES = {".md", ".markdown", ".txt", ".html", ".htm", ".pdf"}
 MAX_FILE_BYTES = 20 * 1024 * 1024
+MAX_PDF_PAGES = 300  # Settings.knowledge_max_pdf_pages for uploads; a longer PDF is refused, not cut
 # the columns' sizes (store/models.py): PostgreSQL refuses longer values where SQLite would keep them
 MAX_ID_CHARS, MAX_TITLE_CHARS, MAX_LANG_CHARS = 200, 300, 10
 DOMAINS = ("market_salary", "growth_skills", "interview_practice", "resume", "other")
@@ -89,14 +91,21 @@ def _html_to_text(html: str) -> tuple[str, str | None]:
     return "\n\n".join(lines), title or None
 
 
-def _pdf_to_text(path: Path) -> str:
+def _pdf_to_text(path: Path, max_pages: int) -> str:
     from pypdf import PdfReader
     from pypdf.errors import PdfReadError
 
     try:
         reader = PdfReader(str(path))
+        pages = declared_pages(reader) or 0
+        if pages <= max_pages:
+            pages = len(reader.pages)
+        if pages > max_pages:
+            raise UnreadableDocumentError(
+                f"{path}: the PDF has {pages:,} pages; the limit is {max_pages:,}. Split it into shorter documents"
+            )
         return "\n\n".join((page.extract_text() or "") for page in reader.pages)
-    except OSError:
+    except (OSError, UnreadableDocumentError):
         raise
     except PdfReadError as exc:
         raise UnreadableDocumentError(f"{path}: unreadable PDF ({exc})") from exc
@@ -111,25 +120,28 @@ def _front_value(value: str) -> str:
     return value
 
 
-def load_document(path: Path, *, root: Path | None = None) -> SourceDocument:
-    """Read one file. Raises ``UnreadableDocumentError`` with a message naming the file."""
+def load_document(
+    path: Path, *, root: Path | None = None, max_pdf_pages: int = MAX_PDF_PAGES
+) -> SourceDocument:
+    """Read one file. Raises ``UnreadableDocumentError`` with a message naming the file. A file from a
+    stranger is read in a limited worker (``careerwise.untrusted.ParseWorkers``), as the admin upload does."""
     suffix = path.suffix.lower()
     if suffix not in SUPPORTED_SUFFIXES:
         raise UnreadableDocumentError(f"{path}: unsupported file type {suffix or '(none)'}")
     try:
-        return _load(path, suffix, root)
+        return _load(path, suffix, root, max_pdf_pages)
     except OSError as exc:  # permissions, a file that vanished, an I/O error
         raise UnreadableDocumentError(f"{path}: cannot read the file ({exc.strerror or exc})") from exc
 
 
-def _load(path: Path, suffix: str, root: Path | None) -> SourceDocument:
+def _load(path: Path, suffix: str, root: Path | None, max_pdf_pages: int) -> SourceDocument:
     size = path.stat().st_size
     if size > MAX_FILE_BYTES:
         raise UnreadableDocumentError(f"{path}: {size} bytes is over the {MAX_FILE_BYTES} byte limit")
     meta: dict[str, str] = {}
     title: str | None = None
     if suffix == ".pdf":
-        text = _pdf_to_text(path)
+        text = _pdf_to_text(path, max_pdf_pages)
     else:
         text = _decode(path.read_bytes(), path)
         if suffix in (".html", ".htm"):

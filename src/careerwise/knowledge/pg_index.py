@@ -61,6 +61,7 @@ from careerwise.knowledge.pg_centring import (
     sync_centring,
     vector_text,
 )
+from careerwise.knowledge.topic import TopicAnchors
 from careerwise.store import Database
 
 log = logging.getLogger(__name__)
@@ -133,11 +134,14 @@ class PgVectorIndex:
         ef_search: int | None = EF_SEARCH,
         exact_up_to: int = 5000,
         tokens: Sequence[str] | None = None,
+        topic: TopicAnchors | None = None,
     ) -> None:
         """``query_means`` (``embeddings.query_means(embedder)``) turns on language centring, with the
         passage means stored in the database (``pg_centring``: ``fill_missing_vectors`` or an ingest
-        stores them); ``tokens`` are the stored BM25 tokens, as for ``KnowledgeIndex``."""
+        stores them); ``tokens`` are the stored BM25 tokens and ``topic`` the gate's topic anchors, as
+        for ``KnowledgeIndex``."""
         self.chunks = list(chunks)
+        self.topic = topic
         self.version = version
         self.embedding_model = embedding_model
         self.dense_depth = dense_depth
@@ -352,6 +356,7 @@ class PgVectorIndex:
             lexical,
             mask,
             domain_score=self.domain_score(qvec),
+            topic_margin=self.topic.margin(qvec) if self.topic is not None else None,
             fusion=fusion,
             pool=pool,
             domains=domains,

@@ -47,6 +47,7 @@ from careerwise.knowledge.index import (
 from careerwise.knowledge.ingest import chunk_tokens, current_version
 from careerwise.knowledge.pg_index import PgVectorIndex, fill_missing_vectors, pgvector_applies
 from careerwise.knowledge.rerank import Reranker
+from careerwise.knowledge.topic import TopicAnchors, topic_anchors
 from careerwise.store import Chunk, Database
 from careerwise.tracing import background
 
@@ -92,6 +93,7 @@ class KnowledgeBase:
         self._reranker: Reranker | None = None
         self.reranker = reranker  # None: the fused order (what docs/retrieval.md measured best)
         self._index: SearchIndex | None = None
+        self._articles: tuple[SearchIndex, dict[str, list[tuple[str, str]]]] | None = None
         self._error: str | None = None
         self._lock = asyncio.Lock()
         self.overlap_lexical = overlap_lexical
@@ -200,13 +202,20 @@ class KnowledgeBase:
                 else np.zeros((0, embedder.dim), np.float32)
             )
             means = await asyncio.to_thread(query_means, embedder)  # for language centring
+            topic = await asyncio.to_thread(topic_anchors, embedder)  # for the gate's topic margin
             if in_db:
                 self._index = await asyncio.to_thread(
-                    self._pgvector_index, chunks, version, embedder.name, means, tokens
+                    self._pgvector_index, chunks, version, embedder.name, means, tokens, topic
                 )
             else:
                 self._index = await asyncio.to_thread(
-                    KnowledgeIndex, chunks, vectors, version=version, query_means=means, tokens=tokens
+                    KnowledgeIndex,
+                    chunks,
+                    vectors,
+                    version=version,
+                    query_means=means,
+                    tokens=tokens,
+                    topic=topic,
                 )
             if self.blas_threads is not None:
                 set_blas_threads(self.blas_threads)
@@ -227,6 +236,7 @@ class KnowledgeBase:
         model: str,
         means: dict[str, Vector],
         tokens: list[str],
+        topic: TopicAnchors,
     ) -> PgVectorIndex:
         """PostgreSQL: the vectors stay in pgvector (filled in from ``embedding`` where missing)."""
         engine = self._db.blocking_engine()
@@ -234,7 +244,13 @@ class KnowledgeBase:
         if filled:
             log.info("knowledge: copied %d vectors into pgvector", filled)
         return PgVectorIndex(
-            engine, chunks, version=version, embedding_model=model, query_means=means, tokens=tokens
+            engine,
+            chunks,
+            version=version,
+            embedding_model=model,
+            query_means=means,
+            tokens=tokens,
+            topic=topic,
         )
 
     def mark_failed(self, error: str) -> None:
@@ -321,6 +337,21 @@ class KnowledgeBase:
             return False
         await asyncio.to_thread(embedder.embed_queries, [text])
         return True
+
+    def article_sections(self, document_id: str) -> list[tuple[str, str]]:
+        """One article's chunks in order, as (section heading, text): what a passage digest is cut from
+        (``knowledge.passages.article_digest``). Empty when the article is not in the loaded index."""
+        index = self._index
+        if index is None:
+            return []
+        cached = self._articles
+        if cached is None or cached[0] is not index:
+            by_document: dict[str, list[tuple[str, str]]] = {}
+            for chunk in index.chunks:  # loaded in (document, position) order
+                by_document.setdefault(chunk.document_id, []).append((chunk.section, chunk.text))
+            cached = (index, by_document)
+            self._articles = cached
+        return cached[1].get(document_id, [])
 
     async def lexical_search(
         self, query: str, *, pool: int, domains: Sequence[str] | None = None

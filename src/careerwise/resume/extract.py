@@ -4,14 +4,18 @@ The kind is decided by the file's first bytes, never by its name or the declared
 name that promises one kind over content of another is called out. Every refusal is a user error with
 a stable code and one clear sentence (the API maps it to 400, 413 or 415):
 
-* ``resume_too_large`` (413): more bytes than ``max_bytes``;
+* ``resume_too_large`` (413): more bytes than ``max_bytes``, or a DOCX that inflates to more than
+  ``archive.max_inflated_bytes`` (counted as it inflates; the zip's declared sizes are never trusted);
 * ``resume_unsupported_type`` (415): an image, an old .doc, a spreadsheet, an archive, any binary;
 * ``resume_unreadable`` (400): a corrupt or password-protected PDF/DOCX, or text in no known encoding;
+  a DOCX with a part named outside it, an archive inside it, or XML with a DTD or entity declarations;
+* ``upload_too_complex`` (400): a DOCX with more parts or XML elements than ``archive`` allows;
 * ``resume_too_many_pages`` (400): a PDF over ``max_pages``;
 * ``resume_empty`` (400): nothing to read (an empty file, a scanned PDF without a text layer);
 * ``resume_too_long`` (400): more than ``max_chars`` characters of text.
 
-Extraction is CPU work: call :func:`extract_resume` from a worker thread.
+Extraction parses what a stranger sent: the service calls :func:`extract_resume` in a limited worker
+process (``careerwise.untrusted.ParseWorkers``), never in the app's own.
 """
 
 from __future__ import annotations
@@ -21,16 +25,25 @@ import logging
 import re
 import unicodedata
 import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from careerwise.errors import PayloadTooLargeError, UnsupportedMediaTypeError, UserInputError
+from careerwise.untrusted import (
+    ArchiveLimits,
+    ArchiveRefusedError,
+    InflatedTooLargeError,
+    XmlRefusedError,
+    count_elements,
+    declared_pages,
+    inflate_members,
+    stored_zip,
+)
 
 log = logging.getLogger(__name__)
 
 Kind = Literal["pdf", "docx", "text"]
 MIN_TEXT_CHARS = 20  # fewer non-blank characters than this is not a resume to review
-MAX_DOCX_UNCOMPRESSED = 30 * 1024 * 1024  # a zip bomb is refused before python-docx opens it
 
 
 class ResumeFileError(UserInputError):
@@ -54,6 +67,7 @@ class ExtractLimits:
     max_bytes: int = 5 * 1024 * 1024
     max_pages: int = 5
     max_chars: int = 12_000
+    archive: ArchiveLimits = field(default_factory=ArchiveLimits)
 
 
 @dataclass(frozen=True)
@@ -138,7 +152,9 @@ def _pdf(data: bytes, limits: ExtractLimits) -> tuple[str, int]:
                 "the PDF is password-protected; remove the password or paste the text",
                 code="resume_unreadable",
             )
-        pages = len(reader.pages)
+        pages = declared_pages(reader) or 0
+        if pages <= limits.max_pages:
+            pages = len(reader.pages)
         if pages > limits.max_pages:
             raise ResumeFileError(
                 f"the PDF has {pages} pages; the limit is {limits.max_pages}. A resume is one or two pages",
@@ -157,19 +173,33 @@ def _pdf(data: bytes, limits: ExtractLimits) -> tuple[str, int]:
     return "\n".join(texts), pages
 
 
-def _docx(data: bytes) -> str:
+def _checked_docx(data: bytes, limits: ArchiveLimits) -> bytes:
+    """The document as a zip python-docx may open: every member inflated within the budget, every
+    XML part free of DTDs and within the element budget, and a directory that tells the truth."""
+    what = "the Word document"
+    try:
+        members = inflate_members(data, limits, what=what)
+        budget = limits.max_xml_elements
+        for name, body in members.items():
+            if name.endswith((".xml", ".rels")):
+                budget -= count_elements(
+                    body, budget=budget, limit=limits.max_xml_elements, name=name, what=what
+                )
+    except InflatedTooLargeError as exc:
+        raise ResumeTooLargeError(str(exc)) from exc
+    except (ArchiveRefusedError, XmlRefusedError) as exc:
+        log.info("resume: a refused DOCX (%s)", exc)
+        raise ResumeFileError(str(exc), code="resume_unreadable") from exc
+    return stored_zip(members)
+
+
+def _docx(data: bytes, limits: ArchiveLimits) -> str:
     import docx
     from docx.opc.exceptions import PackageNotFoundError
 
-    with zipfile.ZipFile(io.BytesIO(data)) as z:
-        unpacked = sum(i.file_size for i in z.infolist())
-    if unpacked > MAX_DOCX_UNCOMPRESSED:
-        raise ResumeFileError(
-            f"the Word document unpacks to {_mb(unpacked)}, far more than a resume; it is not read",
-            code="resume_unreadable",
-        )
+    checked = _checked_docx(data, limits)
     try:
-        document = docx.Document(io.BytesIO(data))
+        document = docx.Document(io.BytesIO(checked))
         lines: list[str] = []
         for section in document.sections:
             lines.extend(p.text for p in section.header.paragraphs)
@@ -178,7 +208,15 @@ def _docx(data: bytes) -> str:
             for row in table.rows:
                 cells = list(dict.fromkeys(c.text.strip() for c in row.cells if c.text.strip()))
                 lines.append(" | ".join(cells))
-    except (PackageNotFoundError, KeyError, ValueError, zipfile.BadZipFile, OSError, AttributeError) as exc:
+    except (
+        PackageNotFoundError,
+        KeyError,
+        ValueError,
+        SyntaxError,  # lxml's XMLSyntaxError: nesting past its depth limit, a part python-docx cannot parse
+        zipfile.BadZipFile,
+        OSError,
+        AttributeError,
+    ) as exc:
         log.info("resume: an unreadable DOCX (%s: %s)", type(exc).__name__, exc)
         raise ResumeFileError(
             "the Word document is damaged and cannot be read; save it again or paste the text",
@@ -257,7 +295,7 @@ def extract_resume(data: bytes, *, filename: str | None, limits: ExtractLimits) 
         raw, pages = _pdf(data, limits)
         what = "the PDF"
     elif kind == "docx":
-        raw, what = _docx(data), "the Word document"
+        raw, what = _docx(data, limits.archive), "the Word document"
     else:
         raw, what = _text(data), "the file"
     return ExtractedResume(text=check_text(raw, limits, what=what), kind=kind, pages=pages)

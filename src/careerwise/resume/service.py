@@ -9,7 +9,6 @@ like any other turn.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import re
 from collections.abc import AsyncIterator
@@ -26,6 +25,7 @@ from careerwise.resume.contact import ContactSummary, mask_contact
 from careerwise.resume.extract import ExtractedResume, ExtractLimits, extract_resume
 from careerwise.resume.store import Owner, previous_review, save_review, sha256
 from careerwise.store import Conversation, Database, Resume, ResumeReview
+from careerwise.untrusted import ParseWorkers
 
 if TYPE_CHECKING:
     from careerwise.engine import Engine
@@ -81,9 +81,11 @@ def prepare(text: str) -> Prepared:
 
 
 class ResumeService:
-    def __init__(self, db: Database, limits: ExtractLimits) -> None:
+    def __init__(self, db: Database, limits: ExtractLimits, *, workers: ParseWorkers, timeout: float) -> None:
         self.db = db
         self.limits = limits
+        self.workers = workers
+        self.timeout = timeout  # seconds a file's parse may take in its worker
 
     async def review_and_store(
         self,
@@ -143,8 +145,14 @@ class ResumeService:
     # ----------------------------------------------------------------------- uploads
 
     async def extract(self, upload: Upload) -> ExtractedResume:
-        return await asyncio.to_thread(
-            extract_resume, upload.data, filename=upload.filename, limits=self.limits
+        # a stranger's file is parsed in a worker process with memory and time limits, never here
+        return await self.workers.run(
+            self.timeout,
+            "the resume",
+            extract_resume,
+            upload.data,
+            filename=upload.filename,
+            limits=self.limits,
         )
 
     async def _conversation(self, upload: Upload) -> str | None:

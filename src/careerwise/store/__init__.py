@@ -27,11 +27,13 @@ from careerwise.store.models_bookings import (
     BookingSettings,
 )
 from careerwise.store.models_observability import Feedback, TraceSpan
+from careerwise.store.models_processes import AppProcess
 from careerwise.store.models_ratelimit import RateLimitWindow
 from careerwise.store.models_resumes import Resume, ResumeReview
 
 __all__ = [
     "ApiKey",
+    "AppProcess",
     "Assistant",
     "AssistantSetting",
     "AvailabilityException",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import queue
 import threading
 import time
@@ -67,6 +68,25 @@ def _sqlite_pragmas(dbapi_connection: object, _record: object) -> None:
     # WAL + NORMAL: a commit is durable against a process crash; only an OS crash can lose the last one
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.close()
+
+
+SQLITE_COMPANIONS = ("-wal", "-shm", "-journal")
+
+
+def owner_only(path: Path) -> None:
+    """The SQLite file holds password hashes and resumes: it is created 0600 before SQLite first opens
+    it, and SQLite gives the -wal, -shm and -journal files it creates the database file's mode. A file
+    (or companion) found with group or other bits, made before this rule, is narrowed to 0600."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)  # the umask can only narrow 0600
+    os.close(fd)
+    for file in (path, *(path.with_name(path.name + suffix) for suffix in SQLITE_COMPANIONS)):
+        try:
+            mode = file.stat().st_mode & 0o777
+        except FileNotFoundError:
+            continue
+        if mode & 0o077:
+            os.chmod(file, 0o600)
+            log.warning("database: %s was readable by others (mode %o); now 0600", file, mode)
 
 
 def as_utc(value: datetime) -> datetime:
@@ -598,9 +618,12 @@ class Database:
         url = async_url(url)
         self.url = url
         if url.startswith("sqlite"):
-            path = make_url(url).database
+            parsed = make_url(url)
+            path = parsed.database
             if path and path != ":memory:":
                 Path(path).parent.mkdir(parents=True, exist_ok=True)
+                if "uri" not in parsed.query:  # a file: URI names its file its own way; left to SQLite
+                    owner_only(Path(path))
         pool = {} if url.startswith("sqlite") else {"pool_size": pool_size, "max_overflow": max_overflow}
         self.engine = create_async_engine(url, **pool)
         sync_engine: Engine = self.engine.sync_engine

@@ -69,6 +69,10 @@ class Message(Base):
     status: Mapped[str] = mapped_column(String(16), default="ok")
     trace_id: Mapped[str | None] = mapped_column(String(32), index=True, default=None)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    # the app process writing a pending reply (app_processes.id; no foreign key: rows of long-gone
+    # processes are pruned, and an owner not found is dead). None: written by a process that had not
+    # registered (the CLI, or before migration 0016); such a reply is judged by its age
+    process_id: Mapped[str | None] = mapped_column(String(32), default=None)
 
 
 class Trace(Base):
@@ -204,22 +208,36 @@ class SettingsAudit(Base):
 
 class LineEventRecord(Base):
     """One LINE webhook event, stored once by its ``webhookEventId``: a redelivery finds it here and is
-    not answered a second time."""
+    not answered a second time, unless it is still 'received' by a process that died
+    (careerwise.store.recovery): then the redelivery is answered."""
 
     __tablename__ = "line_events"
-    __table_args__ = (UniqueConstraint("webhook_event_id", name="uq_line_events_webhook_event_id"),)
+    __table_args__ = (
+        UniqueConstraint("webhook_event_id", name="uq_line_events_webhook_event_id"),
+        # the events still waiting for an answer, found at start-up without reading the whole table
+        Index(
+            "ix_line_events_received",
+            "process_id",
+            sqlite_where=text("status = 'received'"),
+            postgresql_where=text("status = 'received'"),
+        ),
+    )
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     webhook_event_id: Mapped[str] = mapped_column(String(64))
     event_type: Mapped[str] = mapped_column(String(40))
     chat_key: Mapped[str | None] = mapped_column(String(80), index=True, default=None)
     redelivery: Mapped[bool] = mapped_column(default=False)
-    # received -> answered / failed / ignored
+    # received -> answered / failed / ignored / apologised (a final state; only those stop a redelivery)
     status: Mapped[str] = mapped_column(String(16), default="received")
     delivery: Mapped[str | None] = mapped_column(String(16), default=None)  # reply / push
     trace_id: Mapped[str | None] = mapped_column(String(32), default=None)
     error: Mapped[str | None] = mapped_column(Text, default=None)
     received_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     processed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), default=None)
+    # while 'received': the process answering it (app_processes.id) and the event as LINE sent it, so
+    # another process can answer it when that one died; the payload is cleared with the outcome
+    process_id: Mapped[str | None] = mapped_column(String(32), default=None)
+    payload: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
 
 
 class LineUser(Base):

@@ -113,6 +113,8 @@ class Booking(Base):
     request_hash: Mapped[str | None] = mapped_column(String(64), default=None)
     origin_id: Mapped[str] = mapped_column(String(32), index=True)
     rescheduled_from: Mapped[str | None] = mapped_column(String(32), default=None)
+    # who made it ("ip:1.2.3.4", "line:U123"; migration 0017): the per-client booking limits count these
+    client_key: Mapped[str | None] = mapped_column(String(80), index=True, default=None)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 

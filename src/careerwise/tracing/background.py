@@ -27,6 +27,11 @@ BM25_BESIDE_EMBEDDING = "bm25_beside_embedding"
 LINE_CHAT_QUEUE = "line_chat_queue"
 MALLOC_ARENA_LIMIT = "malloc_arena_limit"
 JIEBA_DICTIONARY = "jieba_dictionary"
+PROCESS_HEARTBEAT = "process_heartbeat"  # this process's row in app_processes (store/recovery.py)
+STARTUP_RECOVERY = "startup_recovery"  # closing or handing on what a dead process left (store/recovery.py)
+UPLOAD_PARSE_STOPPED = "upload_parse_stopped"  # a parse worker stopped at its memory or time limit
+UPLOAD_PARSE_CRASHED = "upload_parse_crashed"  # a parse worker's parse raised something not a refusal
+KNOWLEDGE_UPLOAD_CLEANUP = "knowledge_upload_cleanup"  # an upload's staging folder could not be removed
 TASKS = (
     LOCAL_MODEL_WARM,
     LOOP_LAG_PROBE,
@@ -35,6 +40,11 @@ TASKS = (
     LINE_CHAT_QUEUE,
     MALLOC_ARENA_LIMIT,
     JIEBA_DICTIONARY,
+    PROCESS_HEARTBEAT,
+    STARTUP_RECOVERY,
+    UPLOAD_PARSE_STOPPED,
+    UPLOAD_PARSE_CRASHED,
+    KNOWLEDGE_UPLOAD_CLEANUP,
 )
 
 _lock = threading.Lock()  # done-callbacks run on the loop, the others in worker threads

@@ -39,6 +39,7 @@ from careerwise.events import (
     ToolCallEvent,
     ToolResultEvent,
 )
+from careerwise.flows.answer_cache import TOOL_NAME as ANSWER_CACHE_TOOL
 from careerwise.knowledge.cache import CacheStats
 from careerwise.tools.search_knowledge import NAME as SEARCH_TOOL
 from careerwise.tracing.background import failure_counts
@@ -53,6 +54,14 @@ _KNOWLEDGE_UNAVAILABLE = frozenset({"knowledge_unavailable", "deep_knowledge_una
 # a search that raised in a flow that reports it as a degradation (the tool's own failures are counted
 # from its tool_result)
 _KNOWLEDGE_SEARCH_FAILED = frozenset({"deep_knowledge_search_failed"})
+# the tools a turn can run: any other name is the model's invention and is counted as UNKNOWN_TOOL, so
+# the model cannot add label values (one series each) or write into the public /metrics
+TOOL_LABELS = frozenset({SEARCH_TOOL, ANSWER_CACHE_TOOL})
+UNKNOWN_TOOL = "unknown"
+
+
+def tool_label(name: str) -> str:
+    return name if name in TOOL_LABELS else UNKNOWN_TOOL
 
 
 class _Registry(CollectorRegistry):
@@ -171,6 +180,13 @@ class Metrics:
             registry=r,
         )
         self.feedback = Counter("careerwise_feedback", "Feedback given, by rating.", ["rating"], registry=r)
+        self.recovered = Counter(
+            "careerwise_recovered",
+            "Work a dead process left, closed or handed on (store/recovery.py): reply (a pending reply "
+            "closed), line_requeued, line_apologised, line_taken_over (a redelivery answered).",
+            ["kind"],
+            registry=r,
+        )
         self.ready = Gauge(
             "careerwise_ready",
             "1 if the check passed at the last /readyz, else 0.",
@@ -348,11 +364,12 @@ class MetricsTurn:
                 requested = event.requested_arguments.get("top_k")
                 effective = event.effective_arguments.get("top_k")
                 if requested is not None and effective is not None and requested != effective:
-                    m.topk_overrides.labels(event.name).inc()
+                    m.topk_overrides.labels(tool_label(event.name)).inc()
             case ToolResultEvent():
-                m.tool_calls.labels(event.name, "true" if event.ok else "false").inc()
+                tool = tool_label(event.name)
+                m.tool_calls.labels(tool, "true" if event.ok else "false").inc()
                 if event.call_id not in self.not_run:
-                    m.tool_duration.labels(event.name).observe(event.duration_ms / 1000)
+                    m.tool_duration.labels(tool).observe(event.duration_ms / 1000)
                     if not event.ok and event.name == SEARCH_TOOL:
                         m.retrieval_failures.labels("search_failed").inc()
             case DegradedEvent():
