@@ -66,9 +66,15 @@ class Settings(BaseSettings):
     passage_budget_tokens: int | None = Field(
         default=None,
         ge=0,
-        description="Tokens of retrieved passages a grounded answer reads: from each article the search "
-        "found, the sentences most related to the question are kept. Unset: 400 on a slow provider, whole "
-        "passages otherwise; 0: whole passages.",
+        description="Tokens of retrieved passages a grounded answer reads: the sentences most related to the "
+        "question are kept (see passage_scope). Unset: 320 on a slow provider, whole passages otherwise; 0: "
+        "whole passages.",
+    )
+    passage_scope: Literal["chunk", "article"] = Field(
+        default="chunk",
+        description="What a passage budget cuts: each retrieved chunk (chunk) or, per article the search "
+        "found, its best sentences from anywhere in it under their section headings (article; "
+        "docs/local-model.md has both measured).",
     )
     search_coverage_hint: bool = Field(
         default=True,

@@ -496,6 +496,7 @@ def build_services(
             kb,
             min_top_k=settings.search_min_top_k,
             message_fusion=MessageFusion(settings.search_message_fusion, settings.search_message_weight),
+            passage_scope=settings.passage_scope,
         ),
         intents=("career",),
     )

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from careerwise.assistant_settings import AssistantSettings
 from careerwise.knowledge.index import FusionConfig, Hit, IndexedChunk, SearchResult
 from careerwise.tools.registry import Resolution
@@ -35,8 +37,8 @@ def hit(n: int, document_id: str, *, dense: float, lexical: float = 0.0) -> Hit:
     return Hit(IndexedChunk(n, document_id, document_id.upper(), section, "d", text), 1.0 / n, dense, lexical)
 
 
-async def run(hits: list[Hit], budget: int | None) -> tuple[str, int, list[str]]:
-    tool = SearchKnowledgeTool(StubKnowledge(hits))  # type: ignore[arg-type]
+async def run(hits: list[Hit], budget: int | None, scope: str = "article") -> tuple[str, int, list[str]]:
+    tool = SearchKnowledgeTool(StubKnowledge(hits), passage_scope=scope)  # type: ignore[arg-type]
     resolution = Resolution(
         requested={"query": "談薪水 開口"},
         effective={"query": "談薪水 開口", "top_k": 3},
@@ -70,3 +72,16 @@ async def test_an_article_below_the_relevance_bars_is_left_out_and_says_so() -> 
 async def test_a_fast_provider_reads_every_hit_whole() -> None:
     content, returned, _ = await run([hit(1, "pay", dense=0.1), hit(2, "cv", dense=0.1)], budget=None)
     assert "source=cv" in content and returned == 2
+
+
+async def test_the_chunk_scope_cuts_each_hit_and_keeps_every_article() -> None:
+    content, returned, sources = await run(
+        [hit(1, "pay", dense=0.1), hit(2, "cv", dense=0.1)], budget=400, scope="chunk"
+    )
+    assert "## " not in content and "source=cv" in content and returned == 2 and sources == ["pay", "cv"]
+    assert "先問對方的預算範圍。" in content
+
+
+def test_an_unknown_scope_is_refused() -> None:
+    with pytest.raises(ValueError, match="passage_scope"):
+        SearchKnowledgeTool(StubKnowledge([]), passage_scope="page")  # type: ignore[arg-type]

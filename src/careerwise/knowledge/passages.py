@@ -1,10 +1,17 @@
-"""Passages cut to a token budget: an article's sentences most related to the question, in their order.
+"""Passages cut to a token budget: the sentences most related to the question, in their own order.
 
 A slow provider reads every passage token before it writes the answer (about a hundred tokens a second
-on two CPU cores), so phase 3 on the embedded model gets a few hundred tokens, not whole chunks. The
-search's hits choose the articles; each article then gives its best sentences from anywhere in it, under
-their section headings (:func:`article_digest`). A chunk alone often misses the rule or figure that
-answers the question, which sits in another section of the same article (docs/local-model.md).
+on two CPU cores), so phase 3 on the embedded model gets a few hundred tokens, not whole chunks.
+
+* ``chunk`` scope (the default), :func:`share` / :func:`focus`: each passage keeps its best sentences
+  (lexical overlap with the question, the model's query and the user's message as BM25 tokens; figures,
+  named rules and the passage's first line count extra), in their original order, with "…" where
+  sentences were left out. A passage always keeps at least its best sentence; the budget is shared
+  evenly, and what one passage does not use goes to the next.
+* ``article`` scope, :func:`article_digest`: the search's hits choose the articles, and each article
+  gives its best sentences from anywhere in it, under their section headings.
+
+docs/local-model.md has what each delivered and what the embedded model made of it.
 """
 
 from __future__ import annotations
@@ -22,6 +29,70 @@ def sentences(text: str) -> list[str]:
 
 
 _SPECIFIC = re.compile(r"\d|[「『“\"]")
+
+
+def _score(index: int, sentence: str, terms: set[str], tokenize: Callable[[str], list[str]]) -> int:
+    """Overlap with the question (characters of shared tokens), plus what makes a sentence worth its
+    tokens to a coach's answer: a figure or a named rule (digits, 「」), and being the passage's first
+    line (its heading or lead, where the articles state their rule)."""
+    overlap = sum(len(t) for t in set(tokenize(sentence)) & terms)
+    return overlap + 2 * bool(_SPECIFIC.search(sentence)) + 3 * (index == 0)
+
+
+def focus(
+    text: str,
+    terms: set[str],
+    budget: int,
+    *,
+    tokenize: Callable[[str], list[str]],
+    count: Callable[[str], int],
+) -> str:
+    """``text`` cut to at most ``budget`` tokens (or its single best sentence, if that alone is more):
+    its sentences ranked by :func:`_score`, kept in text order; a sentence that scores nothing is
+    never added just to fill the budget."""
+    if count(text) <= budget:
+        return text
+    parts = sentences(text)
+    ranked = sorted((-_score(i, s, terms, tokenize), i) for i, s in enumerate(parts))
+    keep: set[int] = set()
+    used = 0
+    for negative, i in ranked:
+        cost = count(parts[i])
+        if keep and (negative == 0 or used + cost > budget):
+            continue
+        keep.add(i)
+        used += cost
+    out: list[str] = []
+    last = -1
+    for i in sorted(keep):
+        if i != last + 1:
+            out.append(GAP)
+        out.append(parts[i])
+        last = i
+    if last != len(parts) - 1:
+        out.append(GAP)
+    return "".join(out).strip()
+
+
+def share(
+    texts: Sequence[str],
+    terms: set[str],
+    budget: int,
+    *,
+    tokenize: Callable[[str], list[str]],
+    count: Callable[[str], int],
+) -> list[str]:
+    """Each of ``texts`` focused within an even share of ``budget``; what one leaves goes to the rest."""
+    out: list[str] = []
+    left = budget
+    for n, text in enumerate(texts):
+        quota = left // (len(texts) - n)
+        cut = focus(text, terms, quota, tokenize=tokenize, count=count)
+        out.append(cut)
+        left = max(0, left - count(cut))
+    return out
+
+
 _HEADING = "## "
 
 

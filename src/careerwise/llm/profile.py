@@ -31,7 +31,7 @@ class ProviderProfile:
 
 DEFAULT_PROFILE = ProviderProfile()
 # tokens of passages a slow provider reads: a few seconds of prompt reading on two cores
-SLOW_PASSAGE_BUDGET = 400
+SLOW_PASSAGE_BUDGET = 320
 
 
 def profile_of(provider: object) -> ProviderProfile:
