@@ -10,7 +10,11 @@ else the growth of its resident memory), and whether anything was stored (rows i
 in ``uploads/`` or its staging folder). The goal per shape: a 4xx within 5 s, at most 100 MB added,
 nothing stored.
 
-    python -m bench hostile
+``recovery`` (bench/_hostile_recovery.py), ``canary`` (bench/_hostile_canary.py), ``bookings`` and
+``schemathesis`` (bench/_hostile_api.py): each module says what it measures and its goal.
+
+    python -m bench hostile                          # every section
+    python -m bench.hostile canary bookings          # the sections named
 """
 
 from __future__ import annotations
@@ -20,16 +24,17 @@ import io
 import os
 import sqlite3
 import struct
+import sys
 import tempfile
 import time
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 
-from bench import _hostile_recovery
+from bench import _hostile_api, _hostile_canary, _hostile_recovery
 from bench._serve import data_dir_with_corpus, serve
 from bench.common import fake_llm, free_port, process, table
 from careerwise.auth import AccountService
@@ -335,12 +340,30 @@ def _uploads() -> list[str]:
 
 
 # the named sections, in the order they run
-SECTIONS: dict[str, Callable[[], list[str]]] = {"uploads": _uploads, "recovery": _hostile_recovery.run}
+SECTIONS: dict[str, Callable[[], list[str]]] = {
+    "uploads": _uploads,
+    "recovery": _hostile_recovery.run,
+    "canary": _hostile_canary.run,
+    "bookings": _hostile_api.bookings,
+    "schemathesis": _hostile_api.schemathesis,
+}
 
 
-def run() -> list[str]:
+def run(names: Sequence[str] = ()) -> list[str]:
+    """Every section, or the ones named (``python -m bench.hostile canary bookings``)."""
+    unknown = set(names) - set(SECTIONS)
+    if unknown:
+        raise SystemExit(
+            f"no such section: {', '.join(sorted(unknown))}; the sections: {', '.join(SECTIONS)}"
+        )
     lines: list[str] = []
-    for section in SECTIONS.values():
+    for name, section in SECTIONS.items():
+        if names and name not in names:
+            continue
         lines.extend(section())
         lines.append("")
     return lines
+
+
+if __name__ == "__main__":
+    print("\n".join(run(sys.argv[1:])), flush=True)

@@ -28,6 +28,7 @@ from careerwise.api import (
     line,
     metrics,
     openai_compat,
+    openapi_errors,
     resumes,
 )
 from careerwise.api.body_limit import BodyLimit
@@ -117,6 +118,7 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
     app.include_router(line.router)
     app.include_router(openai_compat.router)
     app.include_router(admin.router)
+    openapi_errors.install(app)  # every operation's error statuses, with the error envelope
     app.mount("/static", StaticFiles(directory=WEB / "static"), name="static")
 
     @app.get("/", include_in_schema=False)

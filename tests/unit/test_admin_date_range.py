@@ -13,6 +13,7 @@ from fastapi.testclient import TestClient
 
 from careerwise.api.admin_common import DEFAULT_RANGE_DAYS, DateRangeDep
 from careerwise.api.admin_stats import router as stats_router
+from careerwise.api.admin_turns import TurnFilters
 from careerwise.errors import UserInputError
 
 
@@ -59,3 +60,9 @@ def test_ranges_at_the_ends_of_the_calendar_are_answered_not_crashed() -> None:
     assert early.status_code == 200 and early.json()["first"] == "0001-01-01"
     assert last.status_code == 400 and "date_to" in last.json()["detail"]
     assert before_last.status_code == 200
+
+
+def test_the_turn_filters_take_the_calendars_last_day_without_overflowing() -> None:
+    # /api/admin/turns?date_to=9999-12-31 was a 500: the day after the last one overflowed
+    assert len(TurnFilters(date_from=date.min, date_to=date.max).conditions()) == 1
+    assert len(TurnFilters(date_to=date(2026, 12, 1)).conditions()) == 1

@@ -15,6 +15,7 @@ from sqlalchemy import func, select
 
 from careerwise.api.auth import AdminUser, get_admin_user
 from careerwise.api.deps import ServicesDep
+from careerwise.api.error_models import errors
 from careerwise.assistants import ProfileIn, ProfileUpdate
 from careerwise.knowledge.documents import DOMAINS
 from careerwise.store import AssistantSetting, Trace
@@ -54,19 +55,19 @@ async def assistants(services: ServicesDep) -> dict[str, Any]:
     }
 
 
-@router.post("/assistants", status_code=201)
+@router.post("/assistants", status_code=201, responses=errors(409))
 async def create_assistant(body: ProfileIn, services: ServicesDep, admin: AdminUser) -> dict[str, Any]:
     """A new assistant (422: bad id or field; 409: the id is taken), audited with the admin's email."""
     profile = await services.assistant_settings.assistants.create(body, changed_by=admin.email)
     return {"assistant": profile.to_json()}
 
 
-@router.get("/assistants/{assistant_id}")
+@router.get("/assistants/{assistant_id}", responses=errors(404))
 async def get_assistant(assistant_id: str, services: ServicesDep) -> dict[str, Any]:
     return {"assistant": (await services.assistant_settings.assistants.get(assistant_id)).to_json()}
 
 
-@router.patch("/assistants/{assistant_id}")
+@router.patch("/assistants/{assistant_id}", responses=errors(404, 409))
 async def update_assistant(
     assistant_id: str, body: ProfileUpdate, services: ServicesDep, admin: AdminUser
 ) -> dict[str, Any]:

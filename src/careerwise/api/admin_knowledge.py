@@ -34,6 +34,7 @@ from sqlalchemy import delete, func, select
 from careerwise.api.admin_common import admin_router
 from careerwise.api.admin_settings import known_assistant
 from careerwise.api.deps import ServicesDep
+from careerwise.api.error_models import errors
 from careerwise.assistant_settings import DEFAULT_ASSISTANT
 from careerwise.errors import (
     KnowledgeUnavailableError,
@@ -201,7 +202,7 @@ def _jobs(request: Request) -> set[asyncio.Task[Any]]:
     return jobs
 
 
-@router.post("/knowledge/documents")
+@router.post("/knowledge/documents", responses=errors(415))
 async def upload(
     request: Request,
     services: ServicesDep,
@@ -283,7 +284,7 @@ async def upload(
     return StreamingResponse(stream(), media_type="text/event-stream", headers={"Cache-Control": "no-store"})
 
 
-@router.delete("/knowledge/documents/{document_id}")
+@router.delete("/knowledge/documents/{document_id}", responses=errors(404))
 async def delete_document(document_id: str, services: ServicesDep) -> dict[str, Any]:
     async with services.db.session() as s, s.begin():
         doc = await s.get(Document, document_id)
@@ -321,7 +322,7 @@ class RetrievalTest(BaseModel):
     assistant_id: str = Field(default=DEFAULT_ASSISTANT, max_length=64)
 
 
-@router.post("/knowledge/search")
+@router.post("/knowledge/search", responses=errors(404))
 async def retrieval_test(body: RetrievalTest, services: ServicesDep) -> dict[str, Any]:
     """The searchKnowledge tool as a turn runs it: the same resolve() (with the assistant's settings: the
     full-retrieval override, the default top_k, the rerank pool) and the same run(). ``tool_call`` and

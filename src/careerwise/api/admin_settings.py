@@ -18,6 +18,7 @@ from careerwise.api._strict import REQUEST_MODEL
 from careerwise.api.admin_common import admin_router
 from careerwise.api.auth import AdminUser
 from careerwise.api.deps import ServicesDep
+from careerwise.api.error_models import errors
 from careerwise.assistant_settings import KEYS, AssistantSettings
 from careerwise.assistants import AssistantProfile
 from careerwise.channels.apikeys import create_key, list_keys, revoke_key
@@ -61,7 +62,7 @@ async def _settings_view(services: Services, assistant_id: str) -> dict[str, Any
     return {"assistant_id": assistant_id, "settings": rows}
 
 
-@router.get("/assistants/{assistant_id}/settings")
+@router.get("/assistants/{assistant_id}/settings", responses=errors(404))
 async def get_settings(assistant_id: str, services: ServicesDep) -> dict[str, Any]:
     """Every setting's effective value and its source (default < environment < database)."""
     await known_assistant(services, assistant_id)
@@ -73,7 +74,7 @@ class SettingIn(BaseModel):
     value: bool | int | float | str = Field(description="The new value (JSON type of the setting).")
 
 
-@router.put("/assistants/{assistant_id}/settings/{key}")
+@router.put("/assistants/{assistant_id}/settings/{key}", responses=errors(404, 409))
 async def put_setting(
     assistant_id: str, key: str, body: SettingIn, services: ServicesDep, admin: AdminUser
 ) -> dict[str, Any]:
@@ -83,7 +84,7 @@ async def put_setting(
     return await _settings_view(services, assistant_id)
 
 
-@router.delete("/assistants/{assistant_id}/settings/{key}")
+@router.delete("/assistants/{assistant_id}/settings/{key}", responses=errors(400, 404, 409))
 async def reset_setting(
     assistant_id: str, key: str, services: ServicesDep, admin: AdminUser
 ) -> dict[str, Any]:
@@ -93,7 +94,7 @@ async def reset_setting(
     return await _settings_view(services, assistant_id)
 
 
-@router.get("/assistants/{assistant_id}/audit")
+@router.get("/assistants/{assistant_id}/audit", responses=errors(404))
 async def audit_log(
     assistant_id: str,
     services: ServicesDep,
@@ -161,6 +162,6 @@ async def new_apikey(body: KeyIn, services: ServicesDep) -> dict[str, Any]:
     return {"key": _key_view(key), "token": token}
 
 
-@router.delete("/apikeys/{key_id}")
+@router.delete("/apikeys/{key_id}", responses=errors(400, 404))
 async def revoke_apikey(key_id: str, services: ServicesDep) -> dict[str, Any]:
     return {"key": _key_view(await revoke_key(services.db, key_id))}

@@ -19,6 +19,7 @@ from sqlalchemy import func, select
 
 from careerwise.api.admin_common import DateRangeDep, admin_router, percentiles
 from careerwise.api.deps import ServicesDep
+from careerwise.api.error_models import errors
 from careerwise.store import Feedback, Trace, TraceEvent, as_utc
 
 router = admin_router("admin: stats")
@@ -28,7 +29,7 @@ def _share(count: int, total: int) -> float:
     return round(count / total, 4) if total else 0.0
 
 
-@router.get("/stats")
+@router.get("/stats", responses=errors(400))
 async def stats(
     services: ServicesDep,
     period: DateRangeDep,

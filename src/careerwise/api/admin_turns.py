@@ -17,6 +17,7 @@ from sqlalchemy import ColumnElement, func, select
 
 from careerwise.api.admin_common import admin_router
 from careerwise.api.deps import ServicesDep
+from careerwise.api.error_models import errors
 from careerwise.errors import NotFoundError, UserInputError
 from careerwise.store import Feedback, Message, Trace, TraceEvent, TraceSpan, as_utc
 from careerwise.tracing.export import trace_header
@@ -90,13 +91,14 @@ class TurnFilters:
             raise UserInputError(f"date_from ({self.date_from}) is after date_to ({self.date_to})")
         if self.date_from is not None:
             out.append(Trace.started_at >= datetime.combine(self.date_from, time.min, tzinfo=UTC))
-        if self.date_to is not None:
+        # the last day of the calendar includes every turn: no upper bound (its day after would overflow)
+        if self.date_to is not None and self.date_to < date.max:
             end = datetime.combine(self.date_to + timedelta(days=1), time.min, tzinfo=UTC)
             out.append(Trace.started_at < end)
         return out
 
 
-@router.get("/turns")
+@router.get("/turns", responses=errors(400))
 async def list_turns(
     services: ServicesDep,
     intent: Literal["greeting", "career", "resume", "booking"] | None = None,
@@ -212,7 +214,7 @@ def _span_view(span: TraceSpan) -> dict[str, Any]:
     }
 
 
-@router.get("/turns/{trace_id}")
+@router.get("/turns/{trace_id}", responses=errors(404))
 async def turn_timeline(trace_id: str, services: ServicesDep) -> dict[str, Any]:
     """One turn: the trace row, every span on one timeline (start offset and duration, in ms from the
     turn's start), the routing record, the LLM calls, the tool calls as the stream showed them with

@@ -19,6 +19,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from careerwise.api._strict import REQUEST_MODEL
 from careerwise.api.deps import ServicesDep
+from careerwise.api.error_models import errors
 from careerwise.api.errors import error_body
 from careerwise.errors import AuthenticationError, PermissionDeniedError
 from careerwise.store import User
@@ -96,7 +97,7 @@ def _set_cookie(response: Response, request: Request, value: str, max_age: int) 
     )
 
 
-@router.post("/api/auth/signup", status_code=201)
+@router.post("/api/auth/signup", status_code=201, responses=errors(409, 429))
 async def signup(body: SignUp, request: Request, response: Response, services: ServicesDep) -> UserOut:
     await services.limiters.login.hit(client_ip(request), "sign-up and log-in attempts")
     user = await services.accounts.create_user(
@@ -107,7 +108,7 @@ async def signup(body: SignUp, request: Request, response: Response, services: S
     return UserOut.of(user)
 
 
-@router.post("/api/auth/login")
+@router.post("/api/auth/login", responses=errors(401, 429))
 async def login(body: Credentials, request: Request, response: Response, services: ServicesDep) -> UserOut:
     await services.limiters.login.hit(client_ip(request), "sign-up and log-in attempts")
     # and per account, whatever the IP: guessing one account's password from many addresses is slowed

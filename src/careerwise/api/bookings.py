@@ -20,6 +20,7 @@ from pydantic import BaseModel, Field, StringConstraints
 from careerwise.api._strict import REQUEST_MODEL, JsonAwareDatetime, JsonDate
 from careerwise.api.auth import AdminUser, OptionalUser, client_ip
 from careerwise.api.deps import ServicesDep
+from careerwise.api.error_models import errors
 from careerwise.booking import Availability, BookingService, BookingView, slot_label
 from careerwise.booking.errors import BookingNotFoundError, InvalidBookingError
 from careerwise.booking.slots import local_today
@@ -192,7 +193,7 @@ async def _authorized_booking(
 AuthorizedBooking = Annotated[BookingView, Depends(_authorized_booking)]
 
 
-@router.get("/api/slots", summary="Free consultation slots")
+@router.get("/api/slots", summary="Free consultation slots", responses=errors(400))
 async def slots(
     services: ServicesDep,
     start_day: Annotated[
@@ -252,7 +253,7 @@ async def book(
     )
 
 
-@router.get("/api/bookings", summary="The caller's bookings")
+@router.get("/api/bookings", summary="The caller's bookings", responses=errors(400, 401))
 async def my_bookings(
     request: Request,
     services: ServicesDep,
@@ -272,7 +273,7 @@ async def my_bookings(
     return BookingsOut(bookings=[_out(service, v, av, request) for v in views])
 
 
-@router.get("/api/bookings/{booking_id}", summary="One booking")
+@router.get("/api/bookings/{booking_id}", summary="One booking", responses=errors(400, 404))
 async def get_booking(view: AuthorizedBooking, request: Request, services: ServicesDep) -> BookingOut:
     return _out(services.bookings, view, await services.bookings.availability(), request)
 
@@ -280,7 +281,10 @@ async def get_booking(view: AuthorizedBooking, request: Request, services: Servi
 @router.post(
     "/api/bookings/{booking_id}/reschedule",
     summary="Move a booking to another free slot",
-    responses={409: {"description": "The new slot is taken, or the booking is no longer active."}},
+    responses={
+        **errors(404),
+        409: {"description": "The new slot is taken, or the booking is no longer active."},
+    },
 )
 async def reschedule(
     view: AuthorizedBooking,
@@ -296,7 +300,7 @@ async def reschedule(
     return _out(service, result.booking, await service.availability(), request)
 
 
-@router.post("/api/bookings/{booking_id}/cancel", summary="Cancel a booking")
+@router.post("/api/bookings/{booking_id}/cancel", summary="Cancel a booking", responses=errors(400, 404, 409))
 async def cancel(view: AuthorizedBooking, request: Request, services: ServicesDep) -> BookingOut:
     service = services.bookings
     cancelled = await service.cancel(view.id)
@@ -308,7 +312,7 @@ async def cancel(view: AuthorizedBooking, request: Request, services: ServicesDe
     name="booking_ics",
     summary="The booking as an iCalendar file",
     response_class=Response,
-    responses={200: {"content": {"text/calendar": {}}}},
+    responses={200: {"content": {"text/calendar": {}}}, **errors(400, 404)},
 )
 async def booking_ics(view: AuthorizedBooking, request: Request, services: ServicesDep) -> Response:
     service = services.bookings
@@ -389,7 +393,7 @@ async def add_exception(body: ExceptionIn, services: ServicesDep, admin: AdminUs
     return {"id": e.id, "day": e.day.isoformat(), "kind": e.kind, "start": body.start, "end": body.end}
 
 
-@router.delete("/api/admin/availability/exceptions/{exception_id}", status_code=204)
+@router.delete("/api/admin/availability/exceptions/{exception_id}", status_code=204, responses=errors(404))
 async def delete_exception(
     exception_id: Annotated[int, PathParam(ge=1, le=2**63 - 1)], services: ServicesDep, admin: AdminUser
 ) -> Response:

@@ -12,6 +12,7 @@ from careerwise.api._sse import EventStreamResponse, sse_with_keepalive
 from careerwise.api._strict import REQUEST_MODEL
 from careerwise.api.auth import OptionalUser, client_ip
 from careerwise.api.deps import ServicesDep
+from careerwise.api.error_models import errors
 from careerwise.engine import HistoryItem, TurnRequest
 from careerwise.events import (
     DegradedEvent,
@@ -124,7 +125,7 @@ def _turn(body: ChatIn, user: User | None, ip: str, *, young: bool) -> TurnReque
 
 @router.post(
     "/api/chat",
-    responses={200: {"content": {"text/event-stream": {}, "application/json": {}}}},
+    responses={200: {"content": {"text/event-stream": {}, "application/json": {}}}, **errors(404, 409, 429)},
     response_model=None,
 )
 async def chat(

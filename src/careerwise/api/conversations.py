@@ -23,6 +23,7 @@ from careerwise.api._message_views import MessageOut, message_views
 from careerwise.api._strict import REQUEST_MODEL
 from careerwise.api.auth import CurrentUser, OptionalUser, client_ip
 from careerwise.api.deps import ServicesDep
+from careerwise.api.error_models import errors
 from careerwise.errors import ConversationBusyError, NotFoundError
 from careerwise.services import Services
 from careerwise.store import Conversation, Message, User, as_utc
@@ -94,7 +95,7 @@ async def list_conversations(
         return ConversationList(conversations=[ConversationOut.of(c) for c in rows])
 
 
-@router.post("/api/conversations", status_code=201)
+@router.post("/api/conversations", status_code=201, responses=errors(429))
 async def create_conversation(
     body: NewConversation, request: Request, services: ServicesDep, user: OptionalUser
 ) -> ConversationOut:
@@ -114,7 +115,7 @@ async def create_conversation(
     return out
 
 
-@router.get("/api/conversations/{conversation_id}")
+@router.get("/api/conversations/{conversation_id}", responses=errors(404))
 async def get_conversation(
     conversation_id: HexId, services: ServicesDep, user: OptionalUser
 ) -> ConversationDetail:
@@ -127,7 +128,7 @@ async def get_conversation(
     return ConversationDetail(**ConversationOut.of(conv).model_dump(), messages=messages)
 
 
-@router.delete("/api/conversations/{conversation_id}", status_code=204)
+@router.delete("/api/conversations/{conversation_id}", status_code=204, responses=errors(404, 409))
 async def delete_conversation(conversation_id: HexId, services: ServicesDep, user: OptionalUser) -> Response:
     """Deletes the conversation with its messages, traces and feedback (the database cascades)."""
     conv = await _conversation(services, conversation_id, user)
@@ -150,7 +151,7 @@ async def delete_conversation(conversation_id: HexId, services: ServicesDep, use
     return Response(status_code=204)
 
 
-@router.get("/api/messages/{message_id}")
+@router.get("/api/messages/{message_id}", responses=errors(404))
 async def get_message(message_id: HexId, services: ServicesDep, user: OptionalUser) -> MessageOut:
     """One message with its server-rendered HTML (the page swaps it in when an answer is finished)."""
     async with services.db.session() as s:

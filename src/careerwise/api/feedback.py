@@ -19,6 +19,7 @@ from sqlalchemy.exc import IntegrityError
 from careerwise.api._strict import REQUEST_MODEL
 from careerwise.api.auth import OptionalUser
 from careerwise.api.deps import ServicesDep
+from careerwise.api.error_models import errors
 from careerwise.errors import ConflictError, NotFoundError, PermissionDeniedError, UserInputError
 from careerwise.services import Services
 from careerwise.store import Conversation, Feedback, Message, Trace
@@ -51,7 +52,7 @@ class FeedbackOut(BaseModel):
 MessageId = Annotated[str, Path(pattern=r"^[0-9a-f]{32}$", description="The assistant message's id.")]
 
 
-@router.post("/api/messages/{message_id}/feedback")
+@router.post("/api/messages/{message_id}/feedback", responses=errors(404, 409))
 async def give_feedback(
     message_id: MessageId, body: FeedbackIn, services: ServicesDep, user: OptionalUser
 ) -> FeedbackOut:

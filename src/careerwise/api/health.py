@@ -139,7 +139,16 @@ def _find(provider: object, kind: type[ResilientProvider]) -> ResilientProvider 
     return None
 
 
-@router.get("/readyz", response_model=None)
+@router.get(
+    "/readyz",
+    response_model=None,
+    responses={
+        503: {
+            "description": "Not ready: the same body, status 'failed', and the checks that failed.",
+            "content": {"application/json": {"schema": {"type": "object"}}},
+        }
+    },
+)
 async def readyz(services: ServicesDep) -> JSONResponse:
     timeout = services.settings.readyz_timeout
     checks: dict[str, dict[str, Any]] = {

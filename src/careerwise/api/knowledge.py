@@ -14,6 +14,7 @@ from pydantic import BaseModel
 from sqlalchemy import select
 
 from careerwise.api.deps import ServicesDep
+from careerwise.api.error_models import errors
 from careerwise.errors import NotFoundError
 from careerwise.store import Chunk, Document
 
@@ -45,7 +46,7 @@ def _out(chunk: Chunk, document: Document) -> ChunkOut:
     )
 
 
-@router.get("/api/knowledge/chunks/{chunk_id}")
+@router.get("/api/knowledge/chunks/{chunk_id}", responses=errors(404))
 async def get_chunk(chunk_id: Annotated[int, Path(ge=1, le=2**63 - 1)], services: ServicesDep) -> ChunkOut:
     async with services.db.session() as s:
         row = (
@@ -60,7 +61,7 @@ async def get_chunk(chunk_id: Annotated[int, Path(ge=1, le=2**63 - 1)], services
     return _out(row[0], row[1])
 
 
-@router.get("/api/knowledge/chunks")
+@router.get("/api/knowledge/chunks", responses=errors(404))
 async def find_chunks(
     services: ServicesDep,
     document_id: Annotated[str, Query(min_length=1, max_length=200, description="A source's id.")],

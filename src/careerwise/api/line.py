@@ -81,7 +81,11 @@ async def _body(request: Request) -> bytes | None:
     summary="LINE Messaging API webhook",
     responses={
         400: {"description": "Missing or wrong X-Line-Signature, or a signed body that is not a webhook."},
-        503: {"description": "LINE is not configured (no channel secret or access token)."},
+        413: {"description": "The body is larger than any webhook LINE sends."},
+        503: {
+            "description": "LINE is not configured (no channel secret or access token), or the database "
+            "is locked."
+        },
     },
 )
 async def line_webhook(request: Request) -> JSONResponse:

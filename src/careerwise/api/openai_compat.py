@@ -33,6 +33,7 @@ from careerwise import prompts
 from careerwise.api._sse import EventStreamResponse
 from careerwise.api.chat import MAX_CHARS, FullReply, collect
 from careerwise.api.deps import ServicesDep
+from careerwise.api.error_models import OpenAIError, errors
 from careerwise.assistants import AssistantProfile
 from careerwise.channels.apikeys import authenticate
 from careerwise.channels.text import report_text, sources_block, sources_of
@@ -104,7 +105,7 @@ async def _serving(services: ServicesDep) -> list[AssistantProfile]:
     return [p for p in await services.assistant_settings.assistants.list() if p.enabled]
 
 
-@router.get("/v1/models")
+@router.get("/v1/models", responses=errors(401, model=OpenAIError))
 async def list_models(request: Request, services: ServicesDep) -> JSONResponse:
     key = await _authorize(request, services)
     if isinstance(key, JSONResponse):
@@ -112,7 +113,7 @@ async def list_models(request: Request, services: ServicesDep) -> JSONResponse:
     return JSONResponse({"object": "list", "data": [_model_card(p) for p in await _serving(services)]})
 
 
-@router.get("/v1/models/{model}")
+@router.get("/v1/models/{model}", responses=errors(401, 404, model=OpenAIError))
 async def get_model(model: str, request: Request, services: ServicesDep) -> JSONResponse:
     key = await _authorize(request, services)
     if isinstance(key, JSONResponse):
@@ -282,7 +283,11 @@ def _sse(obj: dict[str, Any]) -> bytes:
 
 @router.post(
     "/v1/chat/completions",
-    responses={200: {"content": {"application/json": {}, "text/event-stream": {}}}},
+    responses={
+        200: {"content": {"application/json": {}, "text/event-stream": {}}},
+        **errors(400, 401, 404, 409, 429, 502, model=OpenAIError),
+        **errors(413),  # the body limit answers before the route, in the app's envelope
+    },
     response_model=None,
 )
 async def chat_completions(request: Request, services: ServicesDep) -> Response:

@@ -23,6 +23,7 @@ from starlette.formparsers import MultiPartException, MultiPartParser
 
 from careerwise.api.auth import OptionalUser, client_ip
 from careerwise.api.deps import ServicesDep
+from careerwise.api.error_models import errors
 from careerwise.assistants import DEFAULT_ASSISTANT
 from careerwise.errors import NotFoundError, UnsupportedMediaTypeError, UserInputError
 from careerwise.events import (
@@ -241,7 +242,10 @@ async def owner_for(services: Services, user: User | None, conversation_id: str 
 @router.post(
     "/api/resumes",
     openapi_extra=UPLOAD_BODY,
-    responses={200: {"content": {"text/event-stream": {}, "application/json": {}}}},
+    responses={
+        200: {"content": {"text/event-stream": {}, "application/json": {}}},
+        **errors(404, 409, 415, 429),
+    },
     response_model=None,
 )
 async def upload_resume(
@@ -286,7 +290,7 @@ async def upload_resume(
     )
 
 
-@router.get("/api/resumes")
+@router.get("/api/resumes", responses=errors(400, 404))
 async def get_resumes(
     services: ServicesDep, user: OptionalUser, conversation_id: ConversationParam = None
 ) -> dict[str, Any]:
@@ -299,7 +303,7 @@ async def get_resumes(
     }
 
 
-@router.get("/api/resumes/{resume_id}")
+@router.get("/api/resumes/{resume_id}", responses=errors(400, 404))
 async def get_resume(
     resume_id: str, services: ServicesDep, user: OptionalUser, conversation_id: ConversationParam = None
 ) -> dict[str, Any]:
@@ -310,7 +314,7 @@ async def get_resume(
     raise NotFoundError(f"resume {resume_id} does not exist")
 
 
-@router.delete("/api/resumes/{resume_id}")
+@router.delete("/api/resumes/{resume_id}", responses=errors(400, 404))
 async def delete_resume(
     resume_id: str, services: ServicesDep, user: OptionalUser, conversation_id: ConversationParam = None
 ) -> dict[str, int]:
@@ -318,7 +322,7 @@ async def delete_resume(
     return {"deleted": await delete_resumes(services.db, owner, resume_id)}
 
 
-@router.delete("/api/resumes")
+@router.delete("/api/resumes", responses=errors(400, 404))
 async def delete_all_resumes(
     services: ServicesDep, user: OptionalUser, conversation_id: ConversationParam = None
 ) -> dict[str, int]:

@@ -62,6 +62,7 @@ from careerwise.store.models import new_id
 
 log = logging.getLogger(__name__)
 MAX_DAYS = 90
+MAX_START_OFFSET_DAYS = 366  # the horizon is at most 365 days
 _REASONS = {
     "not_open": "is not an open consultation slot",
     "too_soon": "starts too soon to be booked",
@@ -318,7 +319,15 @@ class BookingService:
             raise InvalidBookingError(f"days must be 1 to {MAX_DAYS}")
         async with self.db.session() as s:
             av = await self._availability(s)
-            return await self._free(s, av, start_day or local_today(av, self.now()), days, limit)
+            today = local_today(av, self.now())
+            first = start_day or today
+            # no slot lies outside the horizon (at most a year ahead) or in the past, and a day near the
+            # ends of the calendar would overflow the window's arithmetic: refused, not a 500
+            if abs((first - today).days) > MAX_START_OFFSET_DAYS:
+                raise InvalidBookingError(
+                    f"the first day must be within {MAX_START_OFFSET_DAYS} days of today ({today})"
+                )
+            return await self._free(s, av, first, days, limit)
 
     async def _free(
         self, s: AsyncSession, av: Availability, start_day: date, days: int, limit: int | None
@@ -391,7 +400,7 @@ class BookingService:
     ) -> BookResult:
         """``client_key`` names who asks ("ip:1.2.3.4", "line:U123") for :class:`BookingLimits`."""
         clean_name, clean_contact = parse_name(name), parse_contact(contact)
-        start = as_utc(slot_start)
+        start = _slot_start_utc(slot_start, self.now())
         digest = _request_hash("book", self.coach_id, start, clean_name, clean_contact, user_id)
         if idempotency_key is not None:
             replay = await self._replay(idempotency_key, digest)
@@ -611,7 +620,7 @@ class BookingService:
         """Move an active booking: the old row becomes ``rescheduled``, a new active row takes the new
         slot, in one transaction. If the new slot is taken, nothing changes."""
         old = await self.get(booking_id)
-        start = as_utc(slot_start)
+        start = _slot_start_utc(slot_start, self.now())
         digest = _request_hash("reschedule", self.coach_id, start, booking_id)
         if idempotency_key is not None:
             replay = await self._replay(idempotency_key, digest)
@@ -749,3 +758,12 @@ def _request_hash(*parts: object) -> str:
 def token_key(secret: str) -> bytes:
     """The booking-token key, derived from the session secret (one secret to configure, two uses)."""
     return hmac.new(secret.encode(), b"careerwise booking tokens v1", hashlib.sha256).digest()
+
+
+def _slot_start_utc(slot_start: datetime, now: datetime) -> datetime:
+    """``slot_start`` in UTC (naive means UTC). A time more than :data:`MAX_START_OFFSET_DAYS` from now
+    is no slot, and one near the ends of the calendar would overflow the conversion: refused (400)."""
+    aware = slot_start if slot_start.tzinfo is not None else slot_start.replace(tzinfo=UTC)
+    if abs(aware - now) > timedelta(days=MAX_START_OFFSET_DAYS):
+        raise InvalidBookingError(f"slot_start must be within {MAX_START_OFFSET_DAYS} days of now")
+    return as_utc(aware)
