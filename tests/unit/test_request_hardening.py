@@ -20,10 +20,12 @@ from pydantic import ValidationError
 from sqlalchemy import create_engine, text
 
 from careerwise.api import errors
+from careerwise.api.admin_knowledge import RetrievalTest
 from careerwise.api.auth import CrossSiteGuard
 from careerwise.api.body_limit import BodyLimit
 from careerwise.api.bookings import AvailabilitySettingsIn, BookIn, ExceptionIn
 from careerwise.api.chat import ChatIn
+from careerwise.api.openai_compat import ChatCompletionIn
 from careerwise.app import create_app
 from careerwise.config import Settings
 from careerwise.store import Database
@@ -149,6 +151,13 @@ def test_the_origin_check_compares_scheme_host_and_port(
         (BookIn, {"slot_start": "1700000000", "name": "a", "contact": "a@example.com"}),
         (ChatIn, {"message": 5}),
         (ChatIn, {"message": "hi", "history": [{"role": "user", "content": 1}]}),
+        (RetrievalTest, {"query": "薪水", "top_k": True}),
+        (RetrievalTest, {"query": "薪水", "top_k": "4"}),
+        (
+            ChatCompletionIn,
+            {"model": "summer", "messages": [{"role": "user", "content": "hi"}], "stream": "true"},
+        ),
+        (ChatCompletionIn, {"model": "summer", "messages": [{"role": "user", "content": "hi"}], "n": 1.0}),
     ],
 )
 def test_request_bodies_refuse_coercions(model: type[Any], body: dict[str, Any]) -> None:
@@ -161,6 +170,17 @@ def test_json_natural_values_still_validate() -> None:
     book = BookIn.model_validate({"slot_start": "2026-12-02T06:00:00Z", "name": "a", "contact": "a@b.co"})
     assert book.slot_start.utcoffset() is not None
     assert AvailabilitySettingsIn.model_validate({"slot_minutes": 30}).slot_minutes == 30
+    assert RetrievalTest.model_validate({"query": "薪水", "top_k": 4}).top_k == 4
+    # an OpenAI client's extra fields are still accepted; the known ones keep their JSON types
+    chat = ChatCompletionIn.model_validate(
+        {
+            "model": "summer",
+            "messages": [{"role": "user", "content": "hi"}],
+            "stream": True,
+            "temperature": 0.2,
+        }
+    )
+    assert chat.stream is True
 
 
 def _settings(tmp_path: Path, **values: Any) -> Settings:

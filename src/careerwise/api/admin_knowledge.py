@@ -28,9 +28,10 @@ from typing import Annotated, Any
 
 from fastapi import File, Request, UploadFile
 from fastapi.responses import StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 from sqlalchemy import delete, func, select
 
+from careerwise.api._strict import REQUEST_MODEL
 from careerwise.api.admin_common import admin_router
 from careerwise.api.admin_settings import known_assistant
 from careerwise.api.deps import ServicesDep
@@ -314,7 +315,7 @@ async def reindex(services: ServicesDep) -> dict[str, Any]:
 
 
 class RetrievalTest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = REQUEST_MODEL
     query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
     top_k: int | None = Field(
         default=None, description="The top_k the model would ask for; omitted = the model gave none."

@@ -144,7 +144,9 @@ def _disabled_model(model: str) -> JSONResponse:
 
 
 class _Open(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    # unknown fields are allowed (OpenAI clients send many this endpoint ignores); known ones are strict:
+    # a value of the wrong JSON type is refused, never coerced, as OpenAI's own API refuses it
+    model_config = ConfigDict(extra="allow", strict=True)
 
 
 class ContentPart(_Open):
