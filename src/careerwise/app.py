@@ -128,10 +128,11 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
     return app
 
 
-def _body_limits(settings: Settings) -> dict[str, int]:
-    """The routes that take uploads, with the body each may send (the rest: ``max_body_bytes``)."""
+def _body_limits(settings: Settings) -> dict[str, int | None]:
+    """The routes that take uploads, with the body each may send (the rest: ``max_body_bytes``). The
+    resume upload caps its own stream (``api/resumes.py``: a refusal that names the file and the limit)."""
     return {
-        "/api/resumes": settings.resume_max_upload_bytes + resumes.FORM_OVERHEAD,
+        "/api/resumes": None,
         "/api/admin/knowledge/documents": settings.knowledge_upload_max_body_bytes,
     }
 

@@ -175,15 +175,19 @@ async def test_services_close_the_database_and_telemetry_when_a_provider_fails()
     async def db_dispose() -> None:
         calls.append("database")
 
+    async def process_stop() -> None:
+        calls.append("process row")
+
     services = SimpleNamespace(
         kb=SimpleNamespace(close=lambda: None),  # let go first, and never fails (KnowledgeBase.close)
         providers=SimpleNamespace(aclose=providers_close),
+        process=SimpleNamespace(stop=process_stop),  # marked stopped while the database is still open
         db=SimpleNamespace(dispose=db_dispose),
         engine=SimpleNamespace(telemetry=SimpleNamespace(shutdown=lambda: calls.append("telemetry"))),
     )
     with pytest.raises(RuntimeError, match="would not close"):
         await Services.aclose(cast(Services, services))
-    assert calls == ["providers", "database", "telemetry"]
+    assert calls == ["providers", "process row", "database", "telemetry"]
 
 
 async def test_every_provider_is_closed_when_one_fails() -> None:

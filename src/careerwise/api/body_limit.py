@@ -2,8 +2,9 @@
 
 Pure ASGI, outside the routes: a ``Content-Length`` over the route's limit is answered 413 without
 reading a byte of the body, and a body without one (chunked) is counted as it arrives and stops at the
-first chunk past the limit. Routes that read their own upload (the resume upload) still cap themselves;
-this limit is the ceiling for every route, set in :class:`careerwise.config.Settings`.
+first chunk past the limit. A route that reads its own upload as a capped stream (the resume upload)
+is left to do so (its limit here is None), so that its refusal names the file and its limit; every
+other route has this ceiling, set in :class:`careerwise.config.Settings`.
 """
 
 from __future__ import annotations
@@ -32,14 +33,15 @@ class BodyTooLargeError(HTTPException):
 
 
 class BodyLimit:
-    """``default`` bytes for every request; ``routes`` maps an exact path to its own limit."""
+    """``default`` bytes for every request; ``routes`` maps an exact path to its own limit, or to None
+    for a route that caps its own body."""
 
-    def __init__(self, app: ASGIApp, *, default: int, routes: Mapping[str, int] | None = None) -> None:
+    def __init__(self, app: ASGIApp, *, default: int, routes: Mapping[str, int | None] | None = None) -> None:
         self.app = app
         self.default = default
         self.routes = dict(routes or {})
 
-    def limit_for(self, path: str) -> int:
+    def limit_for(self, path: str) -> int | None:
         return self.routes.get(path, self.default)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -47,6 +49,9 @@ class BodyLimit:
             await self.app(scope, receive, send)
             return
         limit = self.limit_for(scope.get("path", ""))
+        if limit is None:  # the route reads its body as a capped stream of its own
+            await self.app(scope, receive, send)
+            return
         declared = _content_length(scope)
         if declared is not None and declared > limit:
             log.info("body limit: %s declared %d bytes, over %d: 413", scope.get("path"), declared, limit)

@@ -170,6 +170,8 @@ class MethodRankings:
         shipped search, how often the tool's default passages hold a relevant article, and for
         negatives how often anything matched."""
         out: dict[str, dict[str, Any]] = {}
+        if not any(q.kind for q in self.questions):
+            return out
         rows = zip(self.questions, self.rankings["hybrid"], self.matched, self.delivered, strict=True)
         groups: dict[str, list[tuple[EvalQuestion, list[str], bool, bool]]] = {}
         for row in rows:
