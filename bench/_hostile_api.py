@@ -13,15 +13,14 @@ at least 3,000 cases, 0 server errors, 0 undocumented statuses.
 from __future__ import annotations
 
 import asyncio
-import tempfile
 from collections import Counter
 from pathlib import Path
 
 import httpx
 import requests
 
-from bench._serve import data_dir_with_corpus, serve
-from bench.common import fake_llm, free_port, process, table
+from bench._serve import data_dir_with_corpus, serve_on_fake_llm
+from bench.common import table
 from careerwise.auth import AccountService
 from careerwise.config import Settings
 from careerwise.store import Database
@@ -52,16 +51,10 @@ def bookings() -> list[str]:
     data_dir = data_dir_with_corpus()
     asyncio.run(_accounts(data_dir))
     slots = setup_database(f"sqlite+aiosqlite:///{data_dir / 'careerwise.db'}", n=ATTEMPTS)
-    llm_port, app_port = free_port(), free_port()
-    logs = Path(tempfile.mkdtemp(prefix="cw-bench-bookings-"))
     statuses: Counter[int] = Counter()
     codes: Counter[str] = Counter()
-    stats_url = f"http://127.0.0.1:{llm_port}/_fake/stats"
     with (
-        process(fake_llm(llm_port, mode="text", first_token_delay=0.0, delay=0.0), ready_url=stats_url),
-        serve(
-            data_dir=data_dir, llm_port=llm_port, port=app_port, workers=1, log=logs / "serve.log"
-        ) as server,
+        serve_on_fake_llm(data_dir, log_prefix="cw-bench-bookings-") as server,
         httpx.Client(base_url=server.url, timeout=60) as client,
     ):
         for i, start in enumerate(slots):
@@ -89,8 +82,6 @@ def bookings() -> list[str]:
 def schemathesis() -> list[str]:
     data_dir = data_dir_with_corpus()
     asyncio.run(_accounts(data_dir))
-    llm_port, app_port = free_port(), free_port()
-    logs = Path(tempfile.mkdtemp(prefix="cw-bench-fuzz-"))
     env = {
         # the fuzzer signs up and logs in from one IP; the roles must be able to log in again
         "CAREERWISE_LOGIN_PER_MINUTE": "0",
@@ -103,13 +94,7 @@ def schemathesis() -> list[str]:
         "CAREERWISE_LINE_CHANNEL_ACCESS_TOKEN": "bench-token",
         "CAREERWISE_LINE_API_BASE_URL": "http://127.0.0.1:9",
     }
-    stats_url = f"http://127.0.0.1:{llm_port}/_fake/stats"
-    with (
-        process(fake_llm(llm_port, mode="text", first_token_delay=0.0, delay=0.0), ready_url=stats_url),
-        serve(
-            data_dir=data_dir, llm_port=llm_port, port=app_port, workers=1, log=logs / "serve.log", env=env
-        ) as server,
-    ):
+    with serve_on_fake_llm(data_dir, log_prefix="cw-bench-fuzz-", env=env) as server:
 
         def log_in(role: str, session: requests.Session) -> None:
             r = session.post(

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.common import ROOT, process
+from bench.common import ROOT, fake_llm, free_port, process
 
 CACHE = ROOT / ".cache"
 
@@ -273,3 +273,22 @@ def _reap(pids: set[int]) -> None:
             continue  # gone, as it should be
         if b"careerwise" in cmd or b"multiprocessing" in cmd:
             os.kill(pid, signal.SIGKILL)
+
+
+@contextmanager
+def serve_on_fake_llm(
+    data_dir: Path, *, log_prefix: str, env: dict[str, str] | None = None
+) -> Iterator[Server]:
+    """One ``careerwise serve`` process on ``data_dir`` beside the fake provider answering text at once:
+    what a benchmark that probes the service, not the model, runs against. The server's log is kept in a
+    fresh ``log_prefix`` folder."""
+    llm_port, port = free_port(), free_port()
+    logs = Path(tempfile.mkdtemp(prefix=log_prefix))
+    stats_url = f"http://127.0.0.1:{llm_port}/_fake/stats"
+    with (
+        process(fake_llm(llm_port, mode="text", first_token_delay=0.0, delay=0.0), ready_url=stats_url),
+        serve(
+            data_dir=data_dir, llm_port=llm_port, port=port, workers=1, log=logs / "serve.log", env=env
+        ) as server,
+    ):
+        yield server

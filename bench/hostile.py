@@ -25,7 +25,6 @@ import os
 import sqlite3
 import struct
 import sys
-import tempfile
 import time
 import zlib
 from collections.abc import Callable, Sequence
@@ -35,8 +34,8 @@ from pathlib import Path
 import httpx
 
 from bench import _hostile_api, _hostile_canary, _hostile_recovery
-from bench._serve import data_dir_with_corpus, serve
-from bench.common import fake_llm, free_port, process, table
+from bench._serve import data_dir_with_corpus, serve_on_fake_llm
+from bench.common import table
 from careerwise.auth import AccountService
 from careerwise.store import Database
 from tests.fixtures import hostile_files as hostile
@@ -293,20 +292,14 @@ def _post(client: httpx.Client, admin: httpx.Client, shape: Shape, data: bytes) 
 
 
 def _uploads() -> list[str]:
-    llm_port, app_port = free_port(), free_port()
-    logs = Path(tempfile.mkdtemp(prefix="cw-bench-hostile-"))
     data_dir = data_dir_with_corpus()
     asyncio.run(_make_admin(data_dir))
     built = [(shape, shape.make()) for shape in SHAPES]
     rows: list[list[object]] = []
     met = 0
     peak_known = True
-    stats_url = f"http://127.0.0.1:{llm_port}/_fake/stats"
     with (
-        process(fake_llm(llm_port, mode="text", first_token_delay=0.0, delay=0.0), ready_url=stats_url),
-        serve(
-            data_dir=data_dir, llm_port=llm_port, port=app_port, workers=1, log=logs / "serve.log"
-        ) as server,
+        serve_on_fake_llm(data_dir, log_prefix="cw-bench-hostile-") as server,
         httpx.Client(base_url=server.url, timeout=120) as client,
         httpx.Client(base_url=server.url, timeout=120) as admin,
     ):

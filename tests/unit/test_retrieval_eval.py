@@ -14,6 +14,7 @@ import pytest
 from careerwise.knowledge.embeddings import Embedder
 from careerwise.knowledge.evaluation import (
     EvalQuestion,
+    MethodRankings,
     Metrics,
     default_eval_dir,
     distinct_documents,
@@ -162,12 +163,10 @@ def test_results_by_kind_count_the_tools_default_passages_and_off_topic_matches(
     assert kinds["offtopic"] == {"n": 2, "matched": 0.5}
 
 
-@pytest.mark.timeout(900)  # the first use of corpus_db ingests the corpus with the real model
-async def test_the_topic_margin_keeps_career_questions_and_stops_off_topic_ones(
-    tmp_path: Path, corpus_db: Path, embedder: Embedder
-) -> None:
-    """On the tuning set the margin was fitted on (eval/retrieval/tuning): what it was fitted to keep
-    holding. The blind set is reported by `careerwise eval retrieval`, never read by a test."""
+async def _shipped_rankings(
+    tmp_path: Path, corpus_db: Path, embedder: Embedder, questions: list[EvalQuestion], *, rerank: bool
+) -> MethodRankings:
+    """``questions`` ranked by the bundled corpus's knowledge base as the app loads it."""
     path = tmp_path / "kb.db"
     shutil.copy(corpus_db, path)
     db = Database(f"sqlite+aiosqlite:///{path}")
@@ -176,11 +175,20 @@ async def test_the_topic_margin_keeps_career_questions_and_stops_off_topic_ones(
         await kb.load()
         index = kb.index
         assert isinstance(index, KnowledgeIndex)
-        questions = load_questions([EVAL_DIR / "tuning"])
         qvecs = kb.embedder.embed_queries([q.question for q in questions])
-        kinds = rank_all(index, questions, qvecs, fusion=kb.fusion, reranker=None).by_kind()
+        return rank_all(index, questions, qvecs, fusion=kb.fusion, reranker=kb.reranker if rerank else None)
     finally:
         await db.dispose()
+
+
+@pytest.mark.timeout(900)  # the first use of corpus_db ingests the corpus with the real model
+async def test_the_topic_margin_keeps_career_questions_and_stops_off_topic_ones(
+    tmp_path: Path, corpus_db: Path, embedder: Embedder
+) -> None:
+    """On the tuning set the margin was fitted on (eval/retrieval/tuning): what it was fitted to keep
+    holding. The blind set is reported by `careerwise eval retrieval`, never read by a test."""
+    questions = load_questions([EVAL_DIR / "tuning"])
+    kinds = (await _shipped_rankings(tmp_path, corpus_db, embedder, questions, rerank=False)).by_kind()
     assert kinds["offtopic"]["matched"] <= 2 / 30, kinds
     for kind in ("direct", "cross", "situation"):
         assert kinds[kind]["tool_passages"] >= 0.6, kinds
@@ -190,19 +198,8 @@ async def test_the_topic_margin_keeps_career_questions_and_stops_off_topic_ones(
 async def test_shipped_configuration_on_the_test_split(
     tmp_path: Path, corpus_db: Path, embedder: Embedder
 ) -> None:
-    path = tmp_path / "kb.db"
-    shutil.copy(corpus_db, path)
-    db = Database(f"sqlite+aiosqlite:///{path}")
-    try:
-        kb = KnowledgeBase(db, embedder=embedder)
-        await kb.load()
-        index = kb.index
-        assert isinstance(index, KnowledgeIndex)
-        questions = select(load_questions([EVAL_DIR]), "test")
-        qvecs = kb.embedder.embed_queries([q.question for q in questions])
-        out = rank_all(index, questions, qvecs, fusion=kb.fusion, reranker=kb.reranker)
-    finally:
-        await db.dispose()
+    questions = select(load_questions([EVAL_DIR]), "test")
+    out = await _shipped_rankings(tmp_path, corpus_db, embedder, questions, rerank=True)
     users = out.metrics("hybrid", source=lambda s: s != "queries_tool.jsonl")
     assert users.n >= 40
     assert users.recall_at_5 >= 0.95, users

@@ -72,8 +72,8 @@ ANSWER_FROM_PASSAGES = (
     "Answer from the passages above: give Summer's method, steps and figures with the names and numbers "
     "they use, and add no figure they do not give.",
 )
-# the same after article digests (``passage_scope`` "article"), which a small model copied as form fields
-# and copied whole when they were about another topic
+# the same after article digests (``passage_scope`` "article"): it asks for sentences rather than form
+# fields, and for saying so when the digests are about another topic than the question
 ANSWER_FROM_ARTICLES = (
     "請用自然的口語段落回答使用者的問題，不要寫成「方法名稱：」「步驟：」這類欄位。說明 Summer 的做法時，"
     "照段落原文寫出做法的名稱、步驟與數字，不要加入段落裡沒有的數字。"
