@@ -10,14 +10,12 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-# llama.cpp compiled for the instruction sets this machine's CPU lists, but never AMX, instead of
-# GGML_NATIVE (its default, -march=native): on a virtual machine whose CPU advertises AMX, the native
-# build used AMX kernels the hypervisor does not run, and the embedded model died (SIGSEGV in ldtilecfg)
-# at its first token (2026-12-01). The venv is built on the machine that runs it, so taking AVX-512
-# where the CPU has it costs no portability (AVX2 only read the prompt at 57-68 tokens a second here,
-# with AVX-512 89-124; generation ran at 7-9 either way).
-# --no-cache-dir: pip's wheel cache does not key on CMAKE_ARGS, so a wheel built earlier, elsewhere or
-# with other flags would be installed again.
+# llama.cpp is compiled for the instruction sets this machine's CPU lists, never AMX, instead of
+# GGML_NATIVE (-march=native): a virtual machine can advertise AMX that its hypervisor does not run, and
+# the embedded model then dies at its first token. The venv is built on the machine that runs it, so using
+# AVX-512 where the CPU has it costs no portability (docs/local-model.md has what it buys).
+# --no-cache-dir: pip's wheel cache does not key on CMAKE_ARGS, so a wheel built elsewhere or with other
+# flags would be installed again.
 ifeq ($(shell uname -m),x86_64)
 CPU_FLAGS := $(shell grep -m1 '^flags' /proc/cpuinfo 2>/dev/null)
 ggml_isa = -DGGML_$(2)=$(if $(filter $(1),$(CPU_FLAGS)),ON,OFF)

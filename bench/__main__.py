@@ -1,4 +1,4 @@
-"""``make bench``: run every benchmark and print its table."""
+"""``make bench``: run every benchmark and print its table; ``python -m bench NAME ...`` runs those named."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from bench import (
     deep,
     disconnect,
     hostile,
-    httplog,
     injection,
     local_seed,
     memory,
@@ -20,40 +19,50 @@ from bench import (
     routing,
     search,
     ttft,
-    turncost,
-    turnfixed,
 )
 
+BENCHMARKS = {
+    "ttft": ttft,
+    "routing": routing,
+    "search": search,
+    "cache": cache,
+    "deep": deep,
+    "concurrency": concurrency,
+    "propagation": propagation,
+    "local_seed": local_seed,
+    "disconnect": disconnect,
+    "ratelimit": ratelimit,
+    "hostile": hostile,
+    "injection": injection,
+    "memory": memory,
+    "memory_local": memory_local,
+}
 # the embedded model, minutes to an hour: only when asked for by name
 SLOW = {"local_seed", "injection", "memory_local"}
+USAGE = (
+    "usage: python -m bench [NAME ...]\n"
+    f"Without a name every benchmark runs except the slow ones ({', '.join(sorted(SLOW))}).\n"
+    f"Names: {', '.join(BENCHMARKS)}. What each measures: docs/benchmarks.md."
+)
 
 
-def main() -> None:
-    selected = set(sys.argv[1:])
-    for name, module in (
-        ("ttft", ttft),
-        ("routing", routing),
-        ("search", search),
-        ("cache", cache),
-        ("deep", deep),
-        ("concurrency", concurrency),
-        ("turnfixed", turnfixed),
-        ("propagation", propagation),
-        ("local_seed", local_seed),
-        ("disconnect", disconnect),
-        ("httplog", httplog),
-        ("ratelimit", ratelimit),
-        ("hostile", hostile),
-        ("injection", injection),
-        ("turncost", turncost),
-        ("memory", memory),
-        ("memory_local", memory_local),
-    ):
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if any(a in ("-h", "--help") for a in args):
+        print(USAGE)
+        return 0
+    unknown = [a for a in args if a not in BENCHMARKS]
+    if unknown:
+        print(f"no such benchmark: {', '.join(unknown)}\n{USAGE}", file=sys.stderr)
+        return 2
+    selected = set(args)
+    for name, module in BENCHMARKS.items():
         if (selected and name not in selected) or (not selected and name in SLOW):
             continue
         print("\n".join(module.run()), flush=True)
         print()
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -6,8 +6,7 @@ so what the search is asked matters as much as the index. The kinds:
 * ``user``: the retrieval eval's user questions (negatives included), what a person types;
 * ``tool``: the hand-written tool-style keyword queries (``queries_tool.jsonl``);
 * ``model``: the embedded model's own ``searchKnowledge`` queries for those user questions, recorded
-  by ``bench/record_tool_queries.py`` (``eval/retrieval/recorded/queries_model.jsonl``), which is what
-  the search gets in the product's tool-use path.
+  once (``eval/retrieval/recorded/queries_model.jsonl``, decision 0009), which is what the search gets in the product's tool-use path.
 
 Every distinct query of every kind is timed, the kinds shuffled together in each pass, so whatever else
 the machine does falls on all of them alike.

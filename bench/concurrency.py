@@ -5,13 +5,11 @@ between chunks), `careerwise serve --workers N` another, the load generator this
 measured in the same run just before each CareerWise burst, is the same 200 requests sent straight to the
 provider's /v1/chat/completions with the same client.
 
-The rig (docs/benchmarks.md, "The rig: a lean provider and client"): in production neither the provider
-nor the clients share the server's cores, so by default both are lean: ``BENCH_CONCURRENCY_PROVIDER=lean``
-(bench/_leanfake.py, the fake's text-mode stream on plain asyncio) or ``fake`` (tests/fakes/fake_llm.py,
-uvicorn + Starlette); ``BENCH_CONCURRENCY_CLIENT=lean`` (bench/_burstclient.py, raw asyncio streams) or
-``httpx``. ``BENCH_CONCURRENCY_PIN=1`` gives the server (and PostgreSQL) CPU 0 and the provider and the
-client CPU 1. Unpinned, everything shares the machine's cores, so the numbers include the rig's own
-slowdown under load; the report prints each process's CPU during each burst, so the rig's share shows.
+In production neither the provider nor the clients share the server's cores, so both are lean here:
+the provider is bench/_leanfake.py (the fake's text-mode stream on plain asyncio), the client
+bench/_burstclient.py (raw asyncio streams). They still share the machine's cores with the server, so
+the numbers include the rig's own slowdown under load; the report prints each process's CPU during each
+burst, so the rig's share shows.
 
 Added latency compares distributions, not pairs (a request to the fake and one to CareerWise have
 nothing to pair on): added pN = (time to first visible text through CareerWise) pN - (the moment the
@@ -26,7 +24,8 @@ Both stores: SQLite (a copy of the ingested corpus database) and PostgreSQL (a t
 tests/pg.py, the corpus ingested once and copied per run as a template). ``BENCH_CONCURRENCY_STORES``
 (``sqlite,postgresql`` by default) picks them; ``BENCH_CONCURRENCY_WORKERS`` (``1,2``) the worker counts;
 ``BENCH_CONCURRENCY_REQUESTS`` (200) how many streams the 2 s burst opens, for a headroom check above the
-goal's load.
+goal's load; ``BENCH_CONCURRENCY_PASSES`` (1) runs every configuration again, interleaved;
+``BENCH_CONCURRENCY_PLOTS`` is where the PNGs go (docs/benchmarks/ by default).
 """
 
 from __future__ import annotations
@@ -42,7 +41,6 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -50,8 +48,8 @@ import httpx
 
 from bench import _plots
 from bench._burstclient import GUARD, LEAN_ERRORS, Sample, httpx_request, lean_request, lines_for
-from bench._serve import Memory, cpu_seconds, data_dir_with_corpus, memory, pg_copy, pg_corpus, pin, serve
-from bench.common import fake_llm, free_port, lean_fake, pct, process, table
+from bench._serve import Memory, cpu_seconds, data_dir_with_corpus, memory, pg_copy, pg_corpus, serve
+from bench.common import free_port, lean_fake, pct, process, table
 
 FIRST_TOKEN = 0.50
 INTER_CHUNK = 0.02
@@ -61,16 +59,9 @@ REQUESTS = int(os.environ.get("BENCH_CONCURRENCY_REQUESTS", "200"))
 SPREAD = 2.0  # seconds over which the connections are opened, evenly
 WORKERS = tuple(int(w) for w in os.environ.get("BENCH_CONCURRENCY_WORKERS", "1,2").split(","))
 STORES = tuple(os.environ.get("BENCH_CONCURRENCY_STORES", "sqlite,postgresql").split(","))
-# The rig (see docs/benchmarks.md, "The rig"): which provider, which client, and whether the server has a
-# core of its own. Lean provider and lean client by default: the old rig's CPU went to the rig itself.
-PROVIDER = os.environ.get("BENCH_CONCURRENCY_PROVIDER", "lean")  # lean (bench/_leanfake.py) | fake
-CLIENT = os.environ.get("BENCH_CONCURRENCY_CLIENT", "lean")  # lean (bench/_burstclient.py) | httpx
-PIN = os.environ.get("BENCH_CONCURRENCY_PIN", "0") == "1"
 # Passes: every configuration again, in the same order, N times (interleaved, so a noisy minute lands on
 # one pass of each, not on all passes of one); the report adds each configuration's spread over passes.
 PASSES = int(os.environ.get("BENCH_CONCURRENCY_PASSES", "1"))
-SERVER_CPUS = {0}  # pinned: the server's process tree (and PostgreSQL)
-RIG_CPUS = {1}  # pinned: the provider and this process (the client)
 MESSAGE = (
     "面試怎麼準備 {i}"  # routes to career/simple (path B with the text-mode fake); numbered: no two alike
 )
@@ -126,38 +117,25 @@ async def _ours(client: httpx.AsyncClient, url: str, i: int, sample: Sample, t0:
     await httpx_request(client, url, _body(i, ours=True), lines, sample, t0)
 
 
-async def _burst(url: str, *, ours: bool, client: str | None = None) -> Burst:
-    """``client``: "httpx" or "lean" (``BENCH_CONCURRENCY_CLIENT``, lean by default)."""
-    kind = client or CLIENT
-    if kind not in ("lean", "httpx"):
-        raise ValueError(f"the burst's client is lean or httpx, not {kind!r} (BENCH_CONCURRENCY_CLIENT)")
-    # a connection per stream and none kept afterwards: 200 clients, not one multiplexing client
-    limits = httpx.Limits(max_connections=REQUESTS + 10, max_keepalive_connections=0)
-    timeout = httpx.Timeout(120, connect=30)
-    async with httpx.AsyncClient(limits=limits, timeout=timeout) as http:
-        origin = time.perf_counter()
-        samples = [Sample(start_s=i * SPREAD / REQUESTS) for i in range(REQUESTS)]
+async def _burst(url: str, *, ours: bool) -> Burst:
+    """REQUESTS streams opened evenly over SPREAD seconds, a connection each (the lean client)."""
+    origin = time.perf_counter()
+    samples = [Sample(start_s=i * SPREAD / REQUESTS) for i in range(REQUESTS)]
 
-        async def one(i: int, sample: Sample, t0: float) -> None:
+    async def run(i: int) -> None:
+        sample = samples[i]
+        await asyncio.sleep(max(0.0, origin + sample.start_s - time.perf_counter()))
+        t0 = time.perf_counter()
+        sample.start_s = t0 - origin  # the loop may be late: record when it really went
+        try:
             lines = lines_for(ours=ours, sample=sample, t0=t0)
-            if kind == "lean":
-                await lean_request(url, _body(i, ours=ours), lines, sample, t0)
-            else:
-                await httpx_request(http, url, _body(i, ours=ours), lines, sample, t0)
+            await lean_request(url, _body(i, ours=ours), lines, sample, t0)
+        except LEAN_ERRORS as exc:
+            sample.error = f"{type(exc).__name__}: {exc}"[:200]
+        sample.end_ms = 1000 * (time.perf_counter() - t0)
 
-        async def run(i: int) -> None:
-            sample = samples[i]
-            await asyncio.sleep(max(0.0, origin + sample.start_s - time.perf_counter()))
-            t0 = time.perf_counter()
-            sample.start_s = t0 - origin  # the loop may be late: record when it really went
-            try:
-                await one(i, sample, t0)
-            except (httpx.HTTPError, *LEAN_ERRORS) as exc:
-                sample.error = f"{type(exc).__name__}: {exc}"[:200]
-            sample.end_ms = 1000 * (time.perf_counter() - t0)
-
-        await asyncio.gather(*(run(i) for i in range(REQUESTS)))
-        return Burst(samples, time.perf_counter() - origin)
+    await asyncio.gather(*(run(i) for i in range(REQUESTS)))
+    return Burst(samples, time.perf_counter() - origin)
 
 
 # ---------------------------------------------------------------- where the time goes (stored traces)
@@ -235,7 +213,7 @@ class Cpu:
 
 
 def _cpu_now(server_pid: int, provider_pid: int) -> Cpu:
-    # the client is this process: every thread of it (the burst's loop, httpx's resolver threads)
+    # the client is this process: every thread of it
     return Cpu(cpu_seconds(server_pid), cpu_seconds(provider_pid), time.process_time())
 
 
@@ -320,8 +298,6 @@ def _one_run(
         with serve(
             data_dir=data_dir, llm_port=llm_port, port=port, workers=workers, log=log, env=env
         ) as server:
-            if PIN:
-                pin(server.proc.pid, SERVER_CPUS)
             time.sleep(2)  # let start-up finish settling before the idle reading
             idle = memory(server.proc.pid)
             warm = asyncio.run(_warm(server.url, 4 * workers))
@@ -580,63 +556,23 @@ def _breakdown(runs: list[Run]) -> list[str]:
     return out
 
 
-def _rig() -> str:
-    """The rig as the report names it; refuses settings it does not know."""
-    if PROVIDER not in ("lean", "fake") or CLIENT not in ("lean", "httpx"):
-        raise ValueError(
-            f"BENCH_CONCURRENCY_PROVIDER must be lean or fake (got {PROVIDER!r}), "
-            f"BENCH_CONCURRENCY_CLIENT lean or httpx (got {CLIENT!r})"
-        )
-    if PIN and len(os.sched_getaffinity(0)) < 2:
-        raise ValueError("BENCH_CONCURRENCY_PIN=1 needs two CPUs")
-    provider = "lean (bench/_leanfake.py)" if PROVIDER == "lean" else "fake (tests/fakes/fake_llm.py)"
-    client = "lean (asyncio streams)" if CLIENT == "lean" else "httpx"
-    where = (
-        f"server tree and PostgreSQL pinned to CPU {min(SERVER_CPUS)}, provider and client to CPU "
-        f"{min(RIG_CPUS)}"
-        if PIN
-        else "nothing pinned"
-    )
-    return f"rig: provider {provider}, client {client}, {where}"
-
-
-@contextmanager
-def _pinned_here() -> Iterator[None]:
-    """This process (the client) on the rig's CPU while the burst runs, every thread; restored after."""
-    if not PIN:
-        yield
-        return
-    before = os.sched_getaffinity(0)
-    pin(os.getpid(), RIG_CPUS)
-    try:
-        yield
-    finally:
-        pin(os.getpid(), before)
-
-
 def run() -> list[str]:
-    rig = _rig()
     loads = os.getloadavg()
     llm_port = free_port()
-    maker = lean_fake if PROVIDER == "lean" else partial(fake_llm, mode="text")
-    fake = maker(llm_port, first_token_delay=FIRST_TOKEN, delay=INTER_CHUNK)
+    fake = lean_fake(llm_port, first_token_delay=FIRST_TOKEN, delay=INTER_CHUNK)
     runs: list[Run] = []
     logs = Path(tempfile.mkdtemp(prefix="cw-bench-logs-"))
-    with process(fake, ready_url=f"http://127.0.0.1:{llm_port}/v1/models") as provider, _pinned_here():
-        if PIN:
-            pin(provider.pid, RIG_CPUS)
-        with _postgres() as pg:
-            for pass_no in range(1, PASSES + 1):
-                if "sqlite" in STORES:
-                    for workers in WORKERS:
-                        runs.append(_one_run(workers, llm_port, provider.pid, logs, pass_no=pass_no))
-                if pg is not None:
-                    runs += [
-                        _one_run(workers, llm_port, provider.pid, logs, pg=pg, pass_no=pass_no)
-                        for workers in WORKERS
-                    ]
+    with process(fake, ready_url=f"http://127.0.0.1:{llm_port}/v1/models") as provider, _postgres() as pg:
+        for pass_no in range(1, PASSES + 1):
+            if "sqlite" in STORES:
+                for workers in WORKERS:
+                    runs.append(_one_run(workers, llm_port, provider.pid, logs, pass_no=pass_no))
+            if pg is not None:
+                runs += [
+                    _one_run(workers, llm_port, provider.pid, logs, pg=pg, pass_no=pass_no)
+                    for workers in WORKERS
+                ]
     out = _report(runs, loads)
-    out.insert(1, rig + "\n")
     out.append(f"\nServer logs kept in {logs}")
     every = {r.label: (r.baseline.shown(), r.ours.shown()) for r in runs}
     (logs / "samples.json").write_text(json.dumps(every))  # to redraw the plots without another burst
@@ -653,15 +589,12 @@ def _postgres() -> Iterator[tuple[str, str] | None]:
     if "postgresql" not in STORES:
         yield None
         return
-    from tests.pg import server_for, start_postgres, stop_postgres
+    from tests.pg import start_postgres, stop_postgres
 
     tmp = Path(tempfile.mkdtemp(prefix="cw-bench-pg-"))
     tmp.chmod(0o755)  # the server may run as another user (tests/pg.py)
     server = start_postgres(tmp)
-    postmaster = server_for(server).process
     try:
-        if PIN and postmaster is not None:
-            pin(postmaster.pid, SERVER_CPUS)  # the server's database is on the server's side
         yield server, pg_corpus(server)
     finally:
         stop_postgres(server)

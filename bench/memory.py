@@ -1,13 +1,13 @@
 """The serving process's resident memory: idle, right after a burst of streamed chats, and after a few idle
-seconds; per allocator configuration, all in one run. And where the idle memory goes.
+seconds; the default allocator settings against glibc's, in one run. And where the idle memory goes.
 
 Each configuration is ``careerwise serve`` (one worker, SQLite: a copy of the ingested corpus, the fake
 provider from bench.common in its own process). After start-up and 4 warm-up turns it sits idle for
 IDLE_S seconds (reading 1), then takes REQUESTS streamed chats spread over SPREAD seconds with
 bench/concurrency.py's client (reading 2, right after the last stream ends), then sits idle SETTLE_S
-seconds (reading 3). The baseline is the configuration with both knobs off (glibc's defaults), measured
-in the same run; the configurations run in turn, REPEATS rounds (the order reversed every other round,
-so a drift in the machine's load does not favour one).
+seconds (reading 3). The baseline is glibc's defaults (both of the app's allocator settings off); the
+two configurations run in turn, REPEATS rounds (the order reversed every other round, so a drift in the
+machine's load does not favour one).
 
 Where it goes: a child process takes the serve start-up's steps one by one (importing the CLI and the
 app, building the services, loading the knowledge index, embedding the routing examples) and reads its
@@ -42,8 +42,6 @@ CONFIGS: dict[str, dict[str, str]] = {
         "CAREERWISE_MALLOC_ARENA_MAX": "0",
         "CAREERWISE_MEMORY_TRIM_IDLE_SECONDS": "0",
     },
-    "arenas 2": {"CAREERWISE_MALLOC_ARENA_MAX": "2", "CAREERWISE_MEMORY_TRIM_IDLE_SECONDS": "0"},
-    "idle trim": {"CAREERWISE_MALLOC_ARENA_MAX": "0", "CAREERWISE_MEMORY_TRIM_IDLE_SECONDS": "2"},
     "arenas 2 + idle trim (default)": {
         "CAREERWISE_MALLOC_ARENA_MAX": "2",
         "CAREERWISE_MEMORY_TRIM_IDLE_SECONDS": "2",
@@ -131,10 +129,9 @@ def _smaps(pid: int) -> dict[str, float]:
 
     How much of a mapped file is resident depends on the page cache as well as on what the process
     touched: when the cache holds the file in large folios (a file pip has just written, or one read
-    through with read()), the kernel here (6.18) maps a whole folio at one fault, so the 68 MB embedding
-    model read 67 MB resident on a freshly installed venv and 39 MB when its pages came in by the
-    mapping's own faults (2026-12-01, docs/benchmarks.md). Those pages are clean and shared; the
-    anonymous share does not move with them."""
+    through with read()), a kernel that maps a whole folio at one fault makes more of it resident. Those
+    pages are clean and shared; the anonymous share does not move with them, which is why it is
+    reported beside VmRSS."""
     out: dict[str, float] = {}
     name = "?"
     with open(f"/proc/{pid}/smaps") as f:

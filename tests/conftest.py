@@ -129,6 +129,12 @@ def make_settings(tmp_path: Path, corpus_db: Path, fake_llm: FakeLLM) -> Setting
             # chunks: tests that count deltas or time them need the provider's chunks as sent; the
             # conversion's own tests (test_real_model_levers.py, test_clean_output.py) turn it on
             "zh_variant_conversion": False,
+            # the fake serves requests in parallel (bench/deep.py's 0.55 ratio measures that), and its
+            # made-up token counts and scripted delays are no speed: the profile is fast and of unknown
+            # speed, so the seeds' full deep design and the fixed step deadlines apply; the profile's own
+            # tests (test_provider_profile.py) measure and detect
+            "llm_concurrency": 3,
+            "llm_measure_speed": False,
         }
         values.update(overrides)
         return Settings(_env_file=None, **values)  # type: ignore[call-arg]

@@ -1,7 +1,6 @@
 """PostgreSQL's search step as it was until session 7, kept as the reference for the one that replaced it
-(``PgVectorIndex._fetch_scores``: one pipelined round trip). Two users, one copy:
-tests/integration/test_pg_search_path.py checks that today's search gives its hits (exact scan and
-HNSW, with domain filters), and bench/_pgsearch_parts.py times it step by step (``lap``) and whole.
+(``PgVectorIndex._fetch_scores``: one pipelined round trip): tests/integration/test_pg_search_path.py
+checks that today's search gives its hits (exact scan and HNSW, with domain filters).
 """
 
 from __future__ import annotations
@@ -60,8 +59,8 @@ class TwoStatementIndex(PgIndexView):
         *,
         lap: Callable[[str], None] = _no_lap,
     ) -> dict[int, float]:
-        """The statements, on ``conn`` (inside its transaction); ``lap`` is called after each step, by
-        the names bench/_pgsearch_parts.py reports (``Clock.lap``)."""
+        """The statements, on ``conn`` (inside its transaction); ``lap`` is called after each step with
+        the step's name, for a caller that times them."""
         if depth is not None:
             self._tune(conn, depth)  # psycopg sends BEGIN before it: two round trips
         lap("BEGIN + settings")

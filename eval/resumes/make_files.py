@@ -325,7 +325,9 @@ def _column(lines: list[str], x: int, top: int = 800, leading: int = 15) -> list
     ops = []
     for n, line in enumerate(lines):
         if line:
-            ops.append(f"BT /F1 10 Tf 1 0 0 1 {x} {top - n * leading} Tm <{line.encode('utf-16-be').hex()}> Tj ET")
+            ops.append(
+                f"BT /F1 10 Tf 1 0 0 1 {x} {top - n * leading} Tm <{line.encode('utf-16-be').hex()}> Tj ET"
+            )
     return ops
 
 

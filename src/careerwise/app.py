@@ -17,6 +17,7 @@ from fastapi.staticfiles import StaticFiles
 from careerwise import __version__
 from careerwise.api import (
     admin,
+    admin_bookings,
     auth,
     bookings,
     chat,
@@ -114,6 +115,7 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
     app.include_router(conversations.router)
     app.include_router(knowledge.router)
     app.include_router(bookings.router)
+    app.include_router(admin_bookings.router)
     app.include_router(resumes.router)
     app.include_router(line.router)
     app.include_router(openai_compat.router)

@@ -23,6 +23,7 @@ from rich.progress import Progress
 from careerwise.cli_admin import settings_app, traces_app
 from careerwise.cli_apikeys import apikeys_app
 from careerwise.cli_assistants import assistants_app
+from careerwise.cli_resumes import eval_resumes
 from careerwise.cli_routing import eval_routing, route
 from careerwise.cli_slots import slots_app
 from careerwise.cli_users import users_app
@@ -347,6 +348,7 @@ def _recentre_problem(db: Database, dim: int) -> str | None:
 eval_app = typer.Typer(help="Offline evaluations.", no_args_is_help=True)
 app.add_typer(eval_app, name="eval")
 eval_app.command("routing")(eval_routing)
+eval_app.command("resumes")(eval_resumes)
 
 
 @eval_app.command("retrieval")
@@ -428,7 +430,9 @@ def eval_answers(
 ) -> None:
     """Run labelled questions through the real engine on the configured provider (the embedded model by
     default) and score the answers: searched, gold article cited, key points, leaks, Simplified and
-    mainland wording, time to first text. Slow on a CPU: tens of seconds a question."""
+    mainland wording, time to first text. Questions with a tier (eval/answers/deep_test.jsonl) also get
+    the deep checks: first section, invented user statements, off-domain and duplicate citations,
+    duplicate items, echoed injection, per tier. Slow on a CPU: tens of seconds a question."""
     import shutil
     import sys
     import time
@@ -479,11 +483,20 @@ def eval_answers(
                     item, events, started=started, terms=terms, detect_simplified=detect
                 )
                 results.append(result)
+                deep = (
+                    f" tier={item.tier} path={result.path} "
+                    f"section={result.first_section_s and round(result.first_section_s, 1)}s "
+                    f"invented={len(result.invented_statements)} off_domain={len(result.off_domain)} "
+                    f"dup_items={len(result.duplicate_items)} dup_cites={len(result.duplicate_citations)} "
+                    f"injection={len(result.echoed_injection)}"
+                    if item.deep
+                    else ""
+                )
                 typer.echo(
                     f"{item.id}: searched={result.searched} gold={result.cited_gold} "
                     f"points={len(result.points_hit)}/{len(item.key_points)} "
                     f"first={result.first_text_s and round(result.first_text_s, 1)}s "
-                    f"total={result.total_s:.1f}s",
+                    f"total={result.total_s:.1f}s" + deep,
                     err=True,
                 )
                 if show:

@@ -2,6 +2,7 @@
 
 careerwise slots show [--days 7]              free slots (Taipei time) and the weekly hours
 careerwise slots hours 2 14:00-17:00 19:00-21:00   Wednesday's hours (no ranges: closed)
+careerwise slots confirm                      keep the shipped default hours as the coach's own
 careerwise slots close 2026-12-25 [--from 14:00 --to 16:00] [--note 聖誕節]
 careerwise slots open 2026-12-26 10:00-12:00  extra hours that day
 careerwise slots remove-exception ID
@@ -21,6 +22,7 @@ import typer
 
 from careerwise.booking import Availability, BookingService, BookingView, slot_label
 from careerwise.booking import token_key as booking_token_key
+from careerwise.booking.hours import parse_hours
 from careerwise.booking.timefmt import hhmm
 from careerwise.config import get_settings
 from careerwise.errors import CareerWiseError
@@ -40,7 +42,13 @@ def _run(work: Callable[[BookingService], Awaitable[T]]) -> T:
         db = Database(settings.resolved_database_url)
         await asyncio.to_thread(db.migrate)
         try:
-            return await work(BookingService(db, token_key=booking_token_key(session_secret(settings))))
+            service = BookingService(
+                db,
+                token_key=booking_token_key(session_secret(settings)),
+                default_hours=parse_hours(settings.default_hours),
+                contact_line=settings.booking_contact,
+            )
+            return await work(service)
         finally:
             await db.dispose()
 
@@ -69,6 +77,10 @@ def _print_availability(av: Availability) -> None:
         f"time zone {av.timezone}; slots of {av.slot_minutes} min; bookable {av.horizon_days} days ahead, "
         f"{av.min_notice_minutes} min notice"
     )
+    if av.hours_default:
+        typer.echo(
+            "weekly hours: the shipped defaults (CAREERWISE_DEFAULT_HOURS); `slots confirm` keeps them"
+        )
     for d in range(7):
         ranges = ", ".join(f"{hhmm(a)}-{hhmm(b)}" for a, b in av.weekly.get(d, ())) or "closed 休息"
         typer.echo(f"  {d} {WEEKDAYS[d]}  {ranges}")
@@ -112,6 +124,12 @@ def hours(
     """Set one weekday's hours (replaces what was there)."""
     parsed = [_range(r) for r in ranges or []]
     _print_availability(_run(lambda s: s.set_weekly(weekday, parsed, by="cli")))
+
+
+@slots_app.command("confirm")
+def confirm() -> None:
+    """Keep the weekly hours shown (the shipped defaults) as the coach's own."""
+    _print_availability(_run(lambda s: s.confirm_hours(by="cli")))
 
 
 @slots_app.command("close")

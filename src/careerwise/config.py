@@ -58,10 +58,42 @@ class Settings(BaseSettings):
         "CPU): flows size their work to it as to the embedded model (llm/profile.py). The embedded model "
         "is always slow.",
     )
+    # The provider profile (llm/profile.py, decision 0014): what is declared here wins over what is
+    # measured; it applies to the configured provider (the llm_base_url server, or the embedded model).
+    llm_concurrency: int | None = Field(
+        default=None,
+        ge=1,
+        le=64,
+        description="Requests the provider serves at once. Unset: 1 for the embedded model and a llama.cpp "
+        "server (detected from its /v1/models), 3 otherwise; a server seen cutting a stream off when another "
+        "request starts is set to 1.",
+    )
+    llm_prompt_tps: float | None = Field(
+        default=None, gt=0, description="Prompt tokens the provider reads a second. Unset: measured."
+    )
+    llm_gen_tps: float | None = Field(
+        default=None, gt=0, description="Tokens the provider writes a second. Unset: measured."
+    )
+    llm_context_tokens: int | None = Field(
+        default=None,
+        gt=0,
+        description="The provider's context window. Unset: local_n_ctx for the embedded model.",
+    )
+    llm_measure_speed: bool = Field(
+        default=True,
+        description="Measure the provider's speeds from its own calls (usage and timing) when they are not "
+        "declared; false: unknown until declared (an unknown speed counts as fast unless llm_slow).",
+    )
     medium_flow: Literal["auto", "chain", "streamed"] = Field(
         default="auto",
         description="Which flow answers a medium-tier career question: the prompt chain, the streamed "
         "tool-use flow, or auto (streamed on a slow provider, the chain otherwise; decision 0014).",
+    )
+    deep_design: Literal["auto", "full", "compact"] = Field(
+        default="auto",
+        description="Which design answers deep (medium chain / complex parallel) questions: auto (the provider "
+        "profile's rule, llm/profile.py ProviderProfile.design), the seeds' full design, or the compact "
+        "design for slow providers (decision 0016).",
     )
     passage_budget_tokens: int | None = Field(
         default=None,
@@ -381,6 +413,17 @@ class Settings(BaseSettings):
         ge=0,
         description="Upcoming active bookings one IP (or LINE user) may hold at once (0 = no limit).",
     )
+    default_hours: str = Field(
+        default="mon-fri 10:00-18:00",
+        description="Consultation hours used until an administrator confirms or edits them, in the coach's "
+        "time zone: 'mon-fri 10:00-18:00', 'mon-fri 10:00-12:00,14:00-18:00; sat 10:00-12:00', or 'none'.",
+    )
+    booking_contact: str = Field(
+        default="",
+        max_length=300,
+        description="How to reach the coach, told in the chat when no slot is free or no hours are set "
+        "(e.g. 'summer@example.com or LINE @summercoach'); empty = the dashboard warns.",
+    )
     max_body_bytes: int = Field(
         default=1024 * 1024,
         gt=0,
@@ -436,6 +479,13 @@ class Settings(BaseSettings):
             self.session_secret is None or len(self.session_secret.get_secret_value()) < 32
         ):
             raise ValueError("CAREERWISE_SESSION_SECRET must be set (32+ characters) in production")
+        # imported here: the booking package imports the store, which must not be needed to read settings
+        from careerwise.booking.hours import parse_hours
+
+        try:
+            parse_hours(self.default_hours)
+        except ValueError as exc:
+            raise ValueError(f"CAREERWISE_DEFAULT_HOURS: {exc}") from None
         return self
 
     @property

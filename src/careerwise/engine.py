@@ -31,6 +31,7 @@ from careerwise.errors import (
 from careerwise.events import DoneEvent, ErrorEvent, Event, RouteEvent
 from careerwise.flows._resume_context import stored_resume_loader
 from careerwise.flows.base import Flow, FlowContext, FlowOptions, FlowRegistry, TurnState
+from careerwise.flows.compact import design_of
 from careerwise.llm.profile import profile_of
 from careerwise.llm.types import ChatMessage, LLMProvider
 from careerwise.routing.router import ContextualRouter, RouteDecision, Router
@@ -351,9 +352,15 @@ class Engine:
         status = "ok"
         flow_name = "unknown"
         decision = None
+        # The turn's deadline is held around the turn's own awaits, never across a ``yield``: the caller
+        # may read the events from another task than the one that started the turn (api/_sse.py reads
+        # them in a task of its own), and a timeout is bound to the task that entered it. Held across a
+        # yield, it would cancel the reader's writer instead of the turn: the error and done events were
+        # then stored but never sent. Re-entered at each await, it cancels the turn wherever it waits.
+        deadline = asyncio.get_running_loop().time() + assistant.turn_deadline
         try:
             try:
-                async with asyncio.timeout(assistant.turn_deadline):
+                async with asyncio.timeout_at(deadline):
                     # read inside the turn's error handling: a failed read ends the turn as an error
                     # (the pending reply closed, the user told) instead of leaving the reply pending
                     history = await self._history(req, before=opened.user_message_id)
@@ -363,39 +370,47 @@ class Engine:
                         or await self._continuing(req, conv_id, message)
                         or await self._route(message, history, observer)
                     )
-                    record = decision.to_json()
-                    if req.flow is not None:
-                        flow_name, flow = req.flow
-                    else:
-                        tier, sized = self._sized_tier(decision.intent, decision.tier, provider)
-                        flow_name, flow = self.flows.lookup(decision.intent, tier)
-                        if sized:
-                            record["reasons"] = [*record["reasons"], sized]
-                    # the routing record as the router made it (and why the flow differs from its tier's)
-                    route = RouteEvent.model_validate({**record, "flow": flow_name})
-                    observer.observe(route)
-                    yield route
-                    ctx = FlowContext(
-                        message=message,
-                        history=history,
-                        zh=zh,
-                        provider=ObservedProvider(provider, observer.llm_call),
-                        tools=self.tools,
-                        intent=decision.intent,
-                        options=self.options.with_assistant(assistant),
-                        settings=assistant,
-                        state=state,
-                        kb=self.kb,
-                        conversation_id=conv_id,
-                        user_id=req.user_id,
-                        client=req.client,
-                        channel=req.channel,
-                        turn_id=trace_id,
-                        stored_resume=stored_resume_loader(self.db, req.user_id),
-                    )
-                    async for event in flow(ctx):
-                        observer.observe(event)
-                        yield event
+                record = decision.to_json()
+                if req.flow is not None:
+                    flow_name, flow = req.flow
+                else:
+                    tier, sized = self._sized_tier(decision.intent, decision.tier, provider)
+                    flow_name, flow = self.flows.lookup(decision.intent, tier)
+                    if sized:
+                        record["reasons"] = [*record["reasons"], sized]
+                    if flow_name == "career-parallel":  # which deep design answers, and why (0016)
+                        record["reasons"] = [*record["reasons"], design_of(self.options, provider)[1]]
+                # the routing record as the router made it (and why the flow differs from its tier's)
+                route = RouteEvent.model_validate({**record, "flow": flow_name})
+                observer.observe(route)
+                yield route
+                ctx = FlowContext(
+                    message=message,
+                    history=history,
+                    zh=zh,
+                    provider=ObservedProvider(provider, observer.llm_call),
+                    tools=self.tools,
+                    intent=decision.intent,
+                    options=self.options.with_assistant(assistant),
+                    settings=assistant,
+                    state=state,
+                    kb=self.kb,
+                    conversation_id=conv_id,
+                    user_id=req.user_id,
+                    client=req.client,
+                    channel=req.channel,
+                    turn_id=trace_id,
+                    stored_resume=stored_resume_loader(self.db, req.user_id),
+                )
+                events = aiter(flow(ctx))
+                while True:
+                    async with asyncio.timeout_at(deadline):
+                        try:
+                            event = await anext(events)
+                        except StopAsyncIteration:
+                            break
+                    observer.observe(event)
+                    yield event
             except TimeoutError:
                 exc = LLMTimeoutError(f"the turn took longer than {assistant.turn_deadline:.0f} s")
                 log.warning("turn %s: %s", trace_id, exc)

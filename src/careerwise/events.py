@@ -15,7 +15,7 @@ class _Event(BaseModel):
     model_config = ConfigDict(frozen=True)
 
 
-Intent = Literal["greeting", "career", "resume", "booking"]
+Intent = Literal["greeting", "career", "resume", "booking", "offtopic"]
 Tier = Literal["simple", "medium", "complex"]
 
 
@@ -105,9 +105,27 @@ class ReportEvent(_Event):
         description="Statements removed before the user saw them: the merge's uncited/unsupported ones "
         "(parallel), or the sentences the chain's fact check found no source for (chain).",
     )
+    guards: dict[str, int] | None = Field(
+        default=None,
+        description="What each report guard did (flows/report_guards.py), every guard listed, 0 = ran and "
+        "found nothing: invented_user_statements, not_applicable, wrong_comparisons, duplicate_items, "
+        "truncated_items, duplicate_sources, off_domain_hits. None: the report was not guarded (excerpts).",
+    )
     reflection: list[str] | None = Field(
         default=None, description="What the reflection round corrected ([] = reviewed, nothing changed)."
     )
+
+
+class SectionEvent(_Event):
+    """One section of a deep report, sent as soon as it is ready (decision 0016). The final ``report``
+    event still carries every section; a client that shows sections replaces them with the report."""
+
+    type: Literal["section"] = "section"
+    index: int = Field(description="0-based position of this section in the final report.")
+    heading: str
+    body: str
+    risk_level: Literal["low", "medium", "high"] | None = None
+    sources: list[Source] = Field(default_factory=list)
 
 
 class ProgressEvent(_Event):
@@ -122,6 +140,7 @@ class ProgressEvent(_Event):
         "fact_check",
         "resume",
         "waiting",
+        "guards",  # what the report guards did (flows/report_guards.py), before the report
     ]
     detail: str | None = None
     # set on "waiting" (the heartbeat while one LLM step runs): which step, and for how long so far
@@ -158,6 +177,7 @@ Event = Annotated[
     | ToolCallEvent
     | ToolResultEvent
     | ReportEvent
+    | SectionEvent
     | ProgressEvent
     | DegradedEvent
     | DoneEvent
@@ -165,10 +185,6 @@ Event = Annotated[
     Field(discriminator="type"),
 ]
 EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
-
-
-def event_to_json(event: Event) -> str:
-    return event.model_dump_json()
 
 
 def event_to_sse(event: Event) -> bytes:

@@ -59,11 +59,6 @@ _LINES = {
         "這個回答因服務重新啟動而中斷，請再問一次。",
         "This answer was cut off when the service restarted; please ask again.",
     ),
-    "placeholder_resume": (
-        "履歷健檢功能即將推出。現在你可以直接貼上想問的履歷段落，我會以職涯建議的方式回答。",
-        "Resume review is coming soon.",
-    ),
-    "placeholder_booking": ("預約諮詢功能即將推出，敬請期待。", "Consultation booking is coming soon."),
 }
 
 

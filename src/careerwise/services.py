@@ -20,21 +20,21 @@ from careerwise.assistant_settings import SettingsStore, default_provider, provi
 from careerwise.auth import AccountService
 from careerwise.booking import BookingLimits, BookingService
 from careerwise.booking import token_key as booking_token_key
+from careerwise.booking.hours import parse_hours
 from careerwise.budget import TokenBudget
 from careerwise.config import Settings
 from careerwise.engine import Engine, EngineLimits
 from careerwise.errors import LLMUnavailableError
 from careerwise.flows import (
     FlowRegistry,
-    booking_placeholder_flow,
     greeting_flow,
-    resume_placeholder_flow,
     tool_use_flow,
 )
 from careerwise.flows.answer_cache import AnswerCache, cached_flow
 from careerwise.flows.base import FlowOptions
 from careerwise.flows.booking import register_booking_flow
 from careerwise.flows.career_chain import career_chain_flow
+from careerwise.flows.offtopic import offtopic_flow
 from careerwise.flows.parallel import parallel_flow
 from careerwise.flows.resume import resume_flow
 from careerwise.knowledge.embeddings import Embedder
@@ -42,7 +42,12 @@ from careerwise.knowledge.fusion import MessageFusion
 from careerwise.knowledge.ingest import IngestReport, ingest_paths
 from careerwise.knowledge.service import BUNDLED_CORPUS, KnowledgeBase
 from careerwise.llm.canary import CanaryGuard
-from careerwise.llm.profile import SLOW_PASSAGE_BUDGET, ProviderProfile, ToolCalling
+from careerwise.llm.profile import (
+    FULL_DESIGN_MIN_CONCURRENCY,
+    SLOW_PASSAGE_BUDGET,
+    ProviderProfile,
+    ToolCalling,
+)
 from careerwise.llm.types import CompletionRequest, LLMProvider, StreamChunk
 from careerwise.loadwatch import stream_pace
 from careerwise.ratelimit import Limiter, make_limiter
@@ -173,7 +178,9 @@ class ProviderRegistry:
             read_timeout=s.llm_read_timeout,
             http_client=s.llm_http_client,
             stream_pace=self.stream_pace,
-            profile=provider_profile(s, slow=s.llm_slow, tool_calling="native"),
+            profile=provider_profile(s, slow=s.llm_slow, tool_calling="native", declared=name != "fallback"),
+            measure_speed=measures_speed(s, declared=name != "fallback"),
+            detect_concurrency=name == "fallback" or s.llm_concurrency is None,
         )
 
     def build(self, name: str, model: str) -> LLMProvider:
@@ -201,7 +208,8 @@ class ProviderRegistry:
             n_threads=s.local_n_threads,
             convert_zh=False,  # CleanOutput converts every provider's text (_clean)
             repack_weights=s.local_repack_weights,
-            profile=provider_profile(s, slow=True, tool_calling=s.local_tool_calling),
+            profile=provider_profile(s, slow=True, tool_calling=s.local_tool_calling, embedded=True),
+            measure_speed=measures_speed(s),
             prefix_dir=s.data_dir / "cache" / "llm" if s.local_prefix_cache else None,
             decision_temperature=s.local_decision_temperature,
         )
@@ -277,13 +285,46 @@ class ProviderRegistry:
         return {"state": "ok", "status": r.status_code, "ms": ms}
 
 
-def provider_profile(settings: Settings, *, slow: bool, tool_calling: ToolCalling) -> ProviderProfile:
+def provider_profile(
+    settings: Settings,
+    *,
+    slow: bool,
+    tool_calling: ToolCalling,
+    embedded: bool = False,
+    declared: bool = True,
+) -> ProviderProfile:
     """A provider's profile from the settings: the passage budget is the configured one, or on a slow
-    provider :data:`SLOW_PASSAGE_BUDGET` tokens (a few seconds of prompt reading on two cores)."""
+    provider :data:`SLOW_PASSAGE_BUDGET` tokens (a few seconds of prompt reading on two cores).
+
+    With ``declared`` (the configured provider: the ``llm_base_url`` server or the embedded model) the
+    declared speeds, concurrency and context size apply; a fallback server starts from the defaults.
+    Concurrency defaults to 1 for the ``embedded`` model (one request at a time) and to
+    :data:`FULL_DESIGN_MIN_CONCURRENCY` for a server, which finds out at first use whether it is a
+    llama.cpp server (``llm/openai_provider.py``)."""
     budget = settings.passage_budget_tokens
     if budget is None:
         budget = SLOW_PASSAGE_BUDGET if slow else 0
-    return ProviderProfile(tool_calling=tool_calling, passage_budget_tokens=budget or None, slow=slow)
+    prompt_tps = settings.llm_prompt_tps if declared else None
+    gen_tps = settings.llm_gen_tps if declared else None
+    concurrency = settings.llm_concurrency if declared else None
+    context = settings.llm_context_tokens if declared else None
+    return ProviderProfile(
+        tool_calling=tool_calling,
+        passage_budget_tokens=budget or None,
+        slow=slow,
+        prompt_tokens_per_s=prompt_tps,
+        gen_tokens_per_s=gen_tps,
+        concurrency=concurrency or (1 if embedded else FULL_DESIGN_MIN_CONCURRENCY),
+        context_tokens=context or (settings.local_n_ctx if embedded else None),
+        source="declared" if prompt_tps is not None or gen_tps is not None else "default",
+    )
+
+
+def measures_speed(settings: Settings, *, declared: bool = True) -> bool:
+    """Whether a provider measures its speeds from its calls: not when they are declared (or turned off)."""
+    return settings.llm_measure_speed and not (
+        declared and (settings.llm_prompt_tps is not None or settings.llm_gen_tps is not None)
+    )
 
 
 def _innermost(provider: object) -> object:
@@ -297,25 +338,21 @@ def _innermost(provider: object) -> object:
 
 
 def default_flows(
-    bookings: BookingService | None = None,
-    resumes: ResumeService | None = None,
+    bookings: BookingService,
+    resumes: ResumeService,
     answer_cache: AnswerCache | None = None,
 ) -> FlowRegistry:
     flows = FlowRegistry()
     flows.register("greeting", None, "greeting", greeting_flow)
+    # off-topic requests: a fixed localised reply, never the tool flow (decision 0017)
+    flows.register("offtopic", None, "offtopic", offtopic_flow)
     # the answer cache, when on, sits in front of the simple career flow only (flows/answer_cache.py)
     simple = cached_flow(tool_use_flow, answer_cache) if answer_cache is not None else tool_use_flow
     flows.register("career", None, "career-simple", simple)
     flows.register("career", "medium", "career-chain", career_chain_flow)
     flows.register("career", "complex", "career-parallel", parallel_flow)
-    if resumes is not None:
-        flows.register("resume", None, "resume", resume_flow(resumes))
-    else:
-        flows.register("resume", None, "resume-placeholder", resume_placeholder_flow)
-    if bookings is not None:  # the booking flow keeps its dialogue in the database, through the service
-        register_booking_flow(flows, bookings)
-    else:
-        flows.register("booking", None, "booking-placeholder", booking_placeholder_flow)
+    flows.register("resume", None, "resume", resume_flow(resumes))
+    register_booking_flow(flows, bookings)  # the booking flow keeps its dialogue in the database
     return flows
 
 
@@ -512,6 +549,7 @@ def build_services(
         supports_tools=settings.llm_supports_tools,
         coverage_hint=settings.search_coverage_hint,
         medium_flow=settings.medium_flow,
+        deep_design=settings.deep_design,
         deep_step_timeout=settings.resolved_deep_step_timeout,
         deep_turn_timeout=settings.resolved_deep_turn_timeout,
         deep_heartbeat=settings.deep_heartbeat_interval,
@@ -520,6 +558,8 @@ def build_services(
         db,
         token_key=booking_token_key(session_secret(settings)),
         limits=BookingLimits(per_day=settings.bookings_per_day, held=settings.bookings_held),
+        default_hours=parse_hours(settings.default_hours),
+        contact_line=settings.booking_contact,
     )
     parse_workers = ParseWorkers(
         memory_bytes=settings.upload_worker_memory_bytes, slots=settings.upload_workers

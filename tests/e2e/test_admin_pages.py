@@ -16,7 +16,7 @@ from tests.e2e.test_topk_dashboard import browser_login, watch_console
 from tests.fakes.fake_llm import Call, FakeLLM, text, tool_calls
 from tests.integration.test_admin_api import ADMIN, USER, admin_client, make_user
 
-HOSTILE = "<b>薪水</b><img src=x>"  # a question that routes to the simple career path
+HOSTILE = "<b>怎麼談薪水</b><img src=x>"  # a question the lexical stage routes to the simple career path
 HOSTILE_ANSWER = '<img src=x onerror="document.title=1">先探底，再錨定。'
 
 
@@ -79,7 +79,7 @@ def test_dashboard_pages(
     rows = page.locator("#turns-table tbody tr")
     expect(rows).to_have_count(5)
     expect(page.locator('[data-test="turn-count"]')).to_have_text("5 turns · 1–5")
-    hostile_row = rows.filter(has_text="<b>薪水</b>")
+    hostile_row = rows.filter(has_text="<b>怎麼談薪水</b>")
     expect(hostile_row).to_have_count(1)
     expect(page.locator("#turns-table img, #turns-table b")).to_have_count(0)
     expect(hostile_row).to_contain_text("searchKnowledge top_k 12 (asked 5)")

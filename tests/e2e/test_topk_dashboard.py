@@ -162,6 +162,9 @@ def test_a_broken_retriever_shows_on_readyz_and_on_the_dashboard_and_is_counted(
         assert ready.status_code == 503
         knowledge = ready.json()["checks"]["knowledge"]
         assert knowledge["state"] == "failed" and "reranker model file is missing" in knowledge["error"]
+        # the provider profile and the deep design it picks (the tests declare the fake's concurrency)
+        llm = ready.json()["checks"]["llm"]
+        assert llm["profile"]["concurrency"] == 3 and llm["deep_design"]["design"] == "full"
     with admin_client(server) as c:
         fake_llm.script(text("先整理你的作品集。"))
         events = parse_sse(c.post("/api/chat", json={"message": "轉職前要準備什麼？"}).text)
@@ -174,6 +177,7 @@ def test_a_broken_retriever_shows_on_readyz_and_on_the_dashboard_and_is_counted(
         assert status["last_24h"]["knowledge_degraded_turns"] == 1
         assert status["retrieval_failures"]["unavailable"] == 1
         assert status["retrieval_failures"]["readiness"] >= 1  # the /readyz above
+        assert status["llm"]["deep_design"] == "full" and status["llm"]["profile"]["source"] == "default"
         # a re-index tries again and says why it still fails
         r = c.post("/api/admin/knowledge/reindex")
         assert r.status_code == 503 and "reranker model file is missing" in r.json()["error"]["message"]
@@ -186,6 +190,8 @@ def test_a_broken_retriever_shows_on_readyz_and_on_the_dashboard_and_is_counted(
     expect(page.locator('[data-test="knowledge-state"]')).to_have_text("Knowledge base: failed")
     expect(page.locator('[data-test="knowledge-error"]')).to_contain_text("reranker model file is missing")
     expect(page.locator('[data-test="retrieval-failures"]')).to_contain_text("1 without the knowledge base")
+    expect(page.locator('[data-test="llm-profile"]')).to_contain_text("deep design full")
+    expect(page.locator('[data-test="llm-profile"]')).to_contain_text("3 at a time")
     expect(page.locator('[data-test="kb-status"]')).to_contain_text("index failed")
     page.fill("#retrieval-test input[name=query]", "薪水談判")
     page.click("#retrieval-test button[type=submit]")

@@ -98,6 +98,9 @@ class Reply:
     stall_seconds: float = 0.0
     # raw
     raw_chunks: list[str | bytes] = field(default_factory=list)
+    # a streamed reply waits for this event (set by the test) before its first token: a test can hold a
+    # reply until it has seen what the page shows before it, without guessing a delay
+    gate: threading.Event | None = None
     # usage overrides (None: computed, see usage())
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
@@ -350,6 +353,13 @@ class FakeLLM:
         self.default: Reply = text("好的。")
         # Called with the request body when the script queue is empty; returns a Reply (or None for default).
         self.responder: Callable[[dict[str, Any]], Reply | None] | None = None
+        # True: behave as llama.cpp's Python server (``interrupt_requests``): a stream being written ends
+        # with ``[DONE]`` and no finish reason, after its current chunk, when a new request arrives
+        self.interrupt_on_new_request = False
+        # what GET /v1/models names as each model's owner ("llamacpp" or "me": a llama.cpp server)
+        self.owned_by = "fake"
+        self._arrivals = 0
+        self._interrupted = 0
         self._lock = threading.Lock()
         self._queue: deque[Reply] = deque()
         self._requests: list[dict[str, Any]] = []
@@ -396,6 +406,12 @@ class FakeLLM:
             return self._max_open_streams
 
     @property
+    def interrupted(self) -> int:
+        """Streams ended early because another request arrived (``interrupt_on_new_request``)."""
+        with self._lock:
+            return self._interrupted
+
+    @property
     def closed_early(self) -> int:
         """Responses whose client disconnected before the reply was fully written."""
         with self._lock:
@@ -421,8 +437,11 @@ class FakeLLM:
             self._closed_early = 0
             self._closed_early_at.clear()
             self._max_open_streams = self._open_streams
+            self._interrupted = 0
         self.default = text("好的。")
         self.responder = None
+        self.interrupt_on_new_request = False
+        self.owned_by = "fake"
 
     @property
     def pending(self) -> int:
@@ -555,6 +574,7 @@ class FakeLLM:
 
     def _next_reply(self, body: dict[str, Any]) -> Reply:
         with self._lock:
+            self._arrivals += 1
             self._requests.append(body)
             if self._queue:
                 return self._queue.popleft()
@@ -571,7 +591,15 @@ class FakeLLM:
         return JSONResponse(
             {
                 "object": "list",
-                "data": [{"id": FAKE_MODEL, "object": "model", "created": 0, "owned_by": "fake"}],
+                "data": [
+                    {
+                        "id": FAKE_MODEL,
+                        "object": "model",
+                        "created": 0,
+                        "owned_by": self.owned_by,
+                        "permissions": [],
+                    }
+                ],
             }
         )
 
@@ -595,17 +623,29 @@ class FakeLLM:
         if not isinstance(body, dict):
             return JSONResponse({"error": {"message": "request body must be a JSON object"}}, status_code=400)
         reply = self._next_reply(body)
+        with self._lock:  # no await since _next_reply counted this request: its own number
+            arrival = self._arrivals
         if reply.kind == "error":
             return JSONResponse(reply.body, status_code=reply.status, headers=reply.headers)
         stream = bool(body.get("stream"))
-        writer = self._stream_writer if stream else self._json_writer
 
         async def write(send: Send) -> None:
-            await writer(send, reply, body)
+            if stream:
+                await self._stream_writer(send, reply, body, arrival)
+            else:
+                await self._json_writer(send, reply, body)
 
         return _LiveResponse(self, write)
 
-    async def _stream_writer(self, send: Send, reply: Reply, body: dict[str, Any]) -> None:
+    def _superseded(self, arrival: int) -> bool:
+        """Whether a stream that started as request ``arrival`` is cut off by a later one (and count it)."""
+        with self._lock:
+            if not self.interrupt_on_new_request or self._arrivals <= arrival:
+                return False
+            self._interrupted += 1
+            return True
+
+    async def _stream_writer(self, send: Send, reply: Reply, body: dict[str, Any], arrival: int = 0) -> None:
         await send(
             {
                 "type": "http.response.start",
@@ -653,12 +693,18 @@ class FakeLLM:
                         await emit(chunk(delta))
                 await self._sleep(reply.stall_seconds)
             else:
+                while reply.gate is not None and not reply.gate.is_set():
+                    await self._sleep(0.02)  # cut short by stop(), like every wait of the fake
                 await self._sleep(reply.first_token_delay)
                 await emit(chunk({"role": "assistant", "content": None}))
                 for i, delta in enumerate(reply.deltas):
                     if i:
                         await self._sleep(reply.delay)
                     await emit(chunk(delta))
+                    if self._superseded(arrival):  # llama.cpp: [DONE] at once, no finish reason
+                        await emit(b"data: [DONE]\n\n")
+                        await send({"type": "http.response.body", "body": b"", "more_body": False})
+                        return
                 await emit(chunk({}, reply.finish_reason))
                 if reply.send_usage and (body.get("stream_options") or {}).get("include_usage"):
                     await emit(

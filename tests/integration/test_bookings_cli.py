@@ -67,3 +67,22 @@ def test_slots_cli(slots_env: Settings) -> None:
     assert bad.exit_code == 1 and "slot length" in bad.output
     bad = CliRunner().invoke(app, ["slots", "close", "someday"])
     assert bad.exit_code == 2
+
+
+def test_slots_cli_shows_and_confirms_the_default_hours(
+    slots_env: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CAREERWISE_DEFAULT_HOURS", "mon-fri 10:00-12:00; sat 09:00-10:00")
+    get_settings.cache_clear()
+    shown = _cli("show")
+    assert (
+        "the shipped defaults" in shown
+        and "0 Mon 一  10:00-12:00" in shown
+        and "5 Sat 六  09:00-10:00" in shown
+    )
+    confirmed = _cli("confirm")
+    assert "shipped defaults" not in confirmed and "5 Sat 六  09:00-10:00" in confirmed
+    # confirmed: another default later changes nothing
+    monkeypatch.setenv("CAREERWISE_DEFAULT_HOURS", "none")
+    get_settings.cache_clear()
+    assert "0 Mon 一  10:00-12:00" in _cli("show")

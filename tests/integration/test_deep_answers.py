@@ -485,6 +485,20 @@ async def test_a_failed_facet_search_is_said_and_counted_not_shown_as_unavailabl
     assert requests_of(fake_llm, "market") == []  # no agent ran without its passages
 
 
+async def test_provider_down_and_a_failed_excerpt_search_is_said_and_counted(
+    make_services: Callable[..., Services], monkeypatch: Any
+) -> None:
+    services = services_for(make_services, "medium", llm_base_url=_closed_port_url())
+    await ready(services)
+    monkeypatch.setattr(services.kb, "search", _raising)
+    before = search_failures(services)
+    events = [e async for e in services.engine.run(TurnRequest(message=MEDIUM))]
+    assert degraded(events) == ["deep_chain_failed", "excerpts_search_failed"]
+    err = next(e for e in events if isinstance(e, ErrorEvent))
+    assert err.code == "llm_unavailable" and events[-1].status == "error"
+    assert search_failures(services) == before + 1
+
+
 # --------------------------------------------------------------------------- medium: the chain
 
 
@@ -604,7 +618,7 @@ def test_sse_shows_progress_then_the_report_and_full_mode_returns_it_in_one_body
     assert streamed.status_code == 200 and streamed.headers["content-type"].startswith("text/event-stream")
     names = [name for name, _ in parse_sse(streamed.text)]
     assert names[0] == "route" and names[1] == "progress" and names[-2:] == ["report", "done"]
-    assert all(n in ("route", "progress", "report", "done") for n in names)
+    assert all(n in ("route", "progress", "section", "report", "done") for n in names)
     body = full.json()
     assert full.status_code == 200 and body["status"] == "ok" and body["path"] == "parallel"
     assert [s["heading"] for s in body["report"]["sections"]] == [

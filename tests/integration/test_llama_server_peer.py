@@ -30,9 +30,10 @@ from careerwise.events import DeltaEvent, DoneEvent
 from careerwise.llm.accumulator import ToolCallAccumulator
 from careerwise.llm.local import ensure_model_file
 from careerwise.llm.openai_provider import OpenAIProvider
+from careerwise.llm.profile import profile_of
 from careerwise.llm.types import ChatMessage, CompletionRequest, StreamChunk, ToolCallDelta, ToolSpec
 from careerwise.services import Services
-from tests.conftest import ready
+from tests.conftest import LiveServer, client, parse_sse, ready
 
 pytestmark = pytest.mark.local_model
 
@@ -217,3 +218,30 @@ async def test_the_engine_through_the_server_searches_and_answers_clean_counted_
     assert detect(shown) == [], shown
     assert done.usage["prompt_tokens"] > 0 and done.usage["completion_tokens"] > 0
     assert done.usage.get("estimated") == 1
+
+
+def test_the_server_is_told_apart_and_a_turn_deadline_ends_with_error_then_done(
+    server: str, live_server: Callable[..., LiveServer]
+) -> None:
+    """Over HTTP, behind the real server: its concurrency is not declared, so the provider asks it and
+    finds a llama.cpp server (one request at a time); a turn whose generation cannot finish within a
+    deadline under 10 s ends with ``error`` then ``done`` on the SSE stream (issue #24). The order is
+    asserted, not the time."""
+    app = live_server(
+        llm_base_url=server,
+        llm_model="local",
+        llm_read_timeout=120.0,
+        llm_concurrency=None,  # the tests declare 3 for the fake (tests/conftest.py): ask this server
+        llm_slow=True,
+        phase1_max_tokens=512,
+        phase3_max_tokens=512,
+        turn_deadline=8.0,
+    )
+    question = "請詳細說明從會計轉職成資料分析師的完整計畫，包含每個月要學的技能、作品集與面試準備。"
+    with client(app) as c, c.stream("POST", "/api/chat", json={"message": question}) as r:
+        assert r.status_code == 200
+        events = parse_sse(r.read().decode())
+    kinds = [name for name, _ in events]
+    assert kinds[-2:] == ["error", "done"], kinds
+    assert events[-2][1]["code"] == "llm_timeout" and events[-1][1]["status"] == "error"
+    assert profile_of(app.services.provider).concurrency == 1

@@ -1,6 +1,5 @@
 """PostgreSQL's search step in one round trip (session 7, ``PgVectorIndex._fetch_scores``): the same hits
-as the two-statement transaction it replaced (``tests/pg_before7.py``, which bench/_pgsearch_parts.py
-times), settings that apply to the search and end with it, a pooled connection handed back as it was
+as the two-statement transaction it replaced (``tests/pg_before7.py``), settings that apply to the search and end with it, a pooled connection handed back as it was
 taken, and a blocking engine that pings only idle connections.
 Also session 7's centring tolerance (``pg_centring.CENTRING_TOLERANCE``, measured at 100k chunks).
 """

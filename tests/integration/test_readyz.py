@@ -225,3 +225,26 @@ def test_the_llm_probe_is_cached_so_pollers_cannot_hammer_the_provider(
     assert first["state"] == "ok" and first["cached"] is False
     probe = second.json()["checks"]["llm"]["probe"]
     assert second.status_code == 200 and probe["cached"] is True and probe["state"] == "ok"
+
+
+def test_readyz_shows_the_provider_profile_and_the_deep_design_it_picks(
+    live_server: Callable[..., LiveServer],
+) -> None:
+    """Issue #24: what the flows size their work to, on /readyz. Declared figures show as declared, and
+    a provider declared slow and serving one request at a time gets the compact design."""
+    server = live_server(llm_concurrency=1, llm_gen_tps=8.0, llm_prompt_tps=100.0, llm_context_tokens=4096)
+    with client(server) as c:
+        llm = c.get("/readyz").json()["checks"]["llm"]
+    assert llm["profile"] | {"stream_cuts": 0} == {
+        "tool_calling": "native",
+        "passage_budget_tokens": None,
+        "slow": False,
+        "prompt_tokens_per_s": 100.0,
+        "gen_tokens_per_s": 8.0,
+        "concurrency": 1,
+        "context_tokens": 4096,
+        "source": "declared",
+        "stream_cuts": 0,
+        "design": "compact",
+    }
+    assert llm["deep_design"]["design"] == "compact" and "8 tokens/s" in llm["deep_design"]["why"]

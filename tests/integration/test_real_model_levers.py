@@ -14,6 +14,7 @@ from careerwise.events import DeltaEvent, DoneEvent, RouteEvent, ToolCallEvent, 
 from careerwise.services import Services
 from tests.conftest import ready
 from tests.fakes.fake_llm import Call, FakeLLM, text, tool_calls
+from tests.integration.test_deep_answers import FixedRouter
 
 SEARCH = "searchKnowledge"
 SALARY_TITLE = "談薪水不是喊價：Summer 的「探、錨、換」三步談判法"
@@ -26,6 +27,13 @@ async def run_turn(services: Services, message: str) -> list[Any]:
 
 def answer(events: list[Any]) -> str:
     return "".join(e.text for e in events if isinstance(e, DeltaEvent) and not e.notice)
+
+
+def career_flow(services: Services) -> Services:
+    """Routing forced to a simple career question: what the tool-use flow does with a message that
+    reaches it although the router would send it elsewhere (the off-topic route has its own tests)."""
+    services.engine.router = FixedRouter("simple")
+    return services
 
 
 def last_user(request: dict[str, Any]) -> str:
@@ -46,7 +54,7 @@ async def test_an_unrelated_question_is_told_the_knowledge_base_has_nothing(
     fake_llm: FakeLLM, make_services: Callable[..., Services]
 ) -> None:
     fake_llm.script(text("好的。"))
-    await run_turn(make_services(), "紅燒肉怎麼做才好吃")
+    await run_turn(career_flow(make_services()), "紅燒肉怎麼做才好吃")
     prompt = last_user(fake_llm.requests[0])
     assert prompt == "紅燒肉怎麼做才好吃\n\n（Summer 的知識庫沒有這個主題的文章，直接回答。）"
 
@@ -94,7 +102,7 @@ async def test_an_invented_tool_is_refused_and_the_answer_is_plain_text(
         text('{"name": "poemAboutCat", "arguments": {"topic": "貓"}}', chunk_size=4),
         text("我是 Summer，專門陪你聊求職、面試、薪資和履歷。"),
     )
-    events = await run_turn(make_services(), "幫我寫一首關於貓的詩")
+    events = await run_turn(career_flow(make_services()), "幫我寫一首關於貓的詩")
     call = next(e for e in events if isinstance(e, ToolCallEvent))
     assert call.name == "poemAboutCat" and call.reason.startswith("not run")
     shown = answer(events)

@@ -28,51 +28,42 @@ from tests.fixtures.resume_files import RESUME_EN, RESUME_ZH, make_pdf, resume_d
 PHONE, EMAIL, LINE_ID = "0912-345-678", "ming.wang@example.com", "mingwang_88"
 NO_LIMITS = {"anonymous_chat_per_minute": 0, "user_chat_per_minute": 0}
 
-LAYOUT_ZH = {
-    "sections": [
-        {"kind": "contact", "start": 1, "end": 5},
-        {"kind": "summary", "start": 6, "end": 7},
-        {"kind": "experience", "start": 8, "end": 12},
-        {"kind": "skills", "start": 13, "end": 14},
-        {"kind": "education", "start": 15, "end": 16},
-    ]
-}
+# a resume without headings, dates, schools or lists: only the model can tell its sections apart
+NO_CUES = """陳小華
+我在餐廳做過外場服務，也在便利商店打工
+熟悉收銀與排班，喜歡和客人聊天
+會用 Excel 和 Word 做簡單的表格
+希望找到穩定的行政工作"""
+LABELS_NO_CUES = {"labels": ["contact", "experience", "experience", "skills", "summary"]}
+# the issue's short paste: Skills inline, no Education, no figure
+SHORT = """Jordan Lee
+Summary: Junior backend developer who enjoys building small web services.
+Experience: Intern at Northwind Apps, worked on the REST API and wrote unit tests.
+Skills: Python, Django, PostgreSQL, Git
+Target role: backend engineer"""
 
 
 def scoring(experience: int = 2) -> dict[str, Any]:
     return {
         "sections": [
-            {
-                "section": "summary",
-                "quantified": 2,
-                "relevance": 4,
-                "wording": 3,
-                "length": 4,
-                "comment": "方向清楚〔2〕",
-            },
+            {"section": "summary", "relevance": 4, "wording": 3, "comment": "方向清楚〔2〕"},
             {
                 "section": "experience",
-                "quantified": experience,
                 "relevance": experience,
                 "wording": experience,
-                "length": 4,
                 "comment": "多是職責，少了成果數字〔1〕",
             },
-            {"section": "skills", "relevance": 3, "length": 4, "comment": "可補上產品工具"},
-            {"section": "education", "length": 5, "comment": ""},
-        ],
-        "weakest": ["L10", "L11"],
+            {"section": "skills", "relevance": 3, "comment": "可補上產品工具"},
+            {"section": "education", "relevance": 4, "comment": ""},
+        ]
     }
 
 
 REWRITES = {
     "rewrites": [
-        {
-            "line": "L10",
-            "rewrite": "經營公司社群與每月電子報，讓開信率提升 X%",
-            "why": "以動詞開頭並寫出成果〔1〕",
-        },
-        {"line": "L11", "rewrite": "規劃辦公室採購流程，每季節省 30% 成本", "why": "加上成果"},
+        {"rewrite": "經營公司社群與每月電子報，讓開信率提升 X%", "why": "以動詞開頭並寫出成果〔1〕"},
+        {"rewrite": "規劃辦公室採購流程，每季節省 30% 成本", "why": "加上成果"},
+        {"rewrite": "用 HubSpot 經營數位行銷五年，轉往產品經理", "why": "更具體"},
     ]
 }
 STEPS = (
@@ -93,7 +84,7 @@ def as_json(value: object) -> Reply:
 
 def responder(overrides: dict[str, Reply | Callable[[], Reply]] | None = None, *, experience: int = 2):  # type: ignore[no-untyped-def]
     replies: dict[str, Reply | Callable[[], Reply]] = {
-        "structure": as_json(LAYOUT_ZH),
+        "structure": as_json(LABELS_NO_CUES),
         "scoring": as_json(scoring(experience)),
         "rewrites": as_json(REWRITES),
         "other": text("好的。"),
@@ -169,7 +160,7 @@ async def test_a_pdf_upload_gets_a_scored_report_with_rewrites_and_no_contact_de
         "總評",
         "聯絡資訊 5/5",
         "自我介紹 3/5",
-        "經歷 3/5",
+        "經歷 2/5",
         "技能 4/5",
         "學歷 5/5",
         "改寫建議",
@@ -177,18 +168,39 @@ async def test_a_pdf_upload_gets_a_scored_report_with_rewrites_and_no_contact_de
     assert "目標職位：產品經理" in section(report, "總評")
     assert "多是職責，少了成果數字〔1〕" in section(report, "經歷")
     rewrites = section(report, "改寫建議")
-    assert "改寫：經營公司社群與每月電子報，讓開信率提升 X%" in rewrites
-    assert "30%" not in rewrites  # the invented figure was dropped; the line is still listed as weak
-    assert "原句：協助辦公室採購與活動規劃\n  （需要改寫" in rewrites
+    assert "改寫：經營公司社群與每月電子報，讓開信率提升 [X]%" in rewrites
+    # the figure the line does not state became a placeholder; the rewrite naming a tool the resume
+    # does not mention was replaced by the rules' template of that line
+    assert "30%" not in rewrites and "改寫：規劃辦公室採購流程，每季節省 [X]% 成本" in rewrites
+    assert "HubSpot" not in rewrites and "改寫：五年數位行銷經驗" in rewrites
     cited = {src["id"] for s in report["sections"] for src in s["sources"]}
     assert cited and all(c.startswith("b-resume-") for c in cited), cited
     assert body["resume"]["version"] == 1 and body["resume"]["kind"] == "pdf" and body["resume"]["pages"] == 1
     assert body["resume"]["contact"] == {"emails": 1, "phones": 1, "line_ids": 1, "addresses": 1, "links": 0}
-    assert body["review"]["scoring_source"] == "llm" and body["review"]["structure_source"] == "llm"
-    assert body["review"]["scores"]["experience"]["score"] == 3
+    assert body["review"]["scoring_source"] == "llm" and body["review"]["structure_source"] == "headings"
+    # quantified 3 and length 2 counted by rules, relevance and wording 2 judged by the model
+    assert body["review"]["scores"]["experience"] == {
+        "score": 2,
+        "quantified": 3,
+        "relevance": 2,
+        "wording": 2,
+        "length": 2,
+        "comment": "多是職責，少了成果數字〔1〕",
+    }
 
-    # the provider saw the resume, never its contact details
-    assert [step_of(b) for b in fake_llm.requests] == ["structure", "scoring", "rewrites"]
+    # the provider saw the resume, never its contact details; the headings made the structure step moot,
+    # and each step's reply was constrained by a schema
+    assert [step_of(b) for b in fake_llm.requests] == ["scoring", "rewrites"]
+    formats = [b["response_format"]["json_schema"]["schema"] for b in fake_llm.requests]
+    assert [
+        i["properties"]["section"]["const"] for i in formats[0]["properties"]["sections"]["prefixItems"]
+    ] == [
+        "summary",
+        "experience",
+        "skills",
+        "education",
+    ]
+    assert formats[1]["properties"]["rewrites"]["minItems"] == 3
     sent = json.dumps(fake_llm.requests, ensure_ascii=False)
     assert "粉專追蹤數一年成長 40%" in sent
     for detail in (PHONE, EMAIL, LINE_ID, "忠孝東路"):
@@ -231,22 +243,19 @@ async def test_a_docx_upload_streams_progress_the_report_and_what_was_stored(
 async def test_an_english_resume_gets_english_headings(
     live_server: Callable[..., LiveServer], fake_llm: FakeLLM
 ) -> None:
-    fake_llm.responder = responder(
-        {"structure": text("not json"), "scoring": text("sorry"), "rewrites": as_json({"rewrites": []})}
-    )
+    fake_llm.responder = responder({"scoring": text("sorry"), "rewrites": as_json({"rewrites": []})})
     server = server_for(live_server)
     async with httpx.AsyncClient(base_url=server.url, timeout=30) as client:
         r = await upload(client, RESUME_EN.encode(), "resume.txt", role="product manager")
     body = r.json()
     assert body["report"]["title"] == "Resume review"
-    assert [d["reason"] for d in body["degraded"]] == [
-        "resume_structure_fallback",
-        "resume_scoring_fallback",
-        "resume_rewrites_failed",
-    ]
-    assert "Original: Responsible for social media and the monthly newsletter" in section(
-        body["report"], "Suggested rewrites"
-    )
+    assert [d["reason"] for d in body["degraded"]] == ["resume_scoring_fallback", "resume_rewrites_failed"]
+    # the failed rewrite step still leaves a rewrite of each weakest line: the rules' template, no figure
+    rewrites = section(body["report"], "Suggested rewrites")
+    assert (
+        "Original: Responsible for social media and the monthly newsletter\n  Rewrite: Managed social media "
+        "and the monthly newsletter, raising [metric] from [X] to [X] ([X]%)"
+    ) in rewrites
     assert "Overall score:" in section(body["report"], "Overall") and "(estimated by rules)" in section(
         body["report"], "Overall"
     )
@@ -389,8 +398,8 @@ async def test_a_second_upload_is_compared_with_the_first_and_both_can_be_delete
         second = (await upload(client, resume_docx(IMPROVED), "v2.docx", conversation_id=conversation)).json()
         assert second["resume"]["version"] == 2 and second["conversation_id"] == conversation
         comparison = section(second["report"], "與上一版比較")
-        assert "- 經歷：3 → 4（+1）" in comparison and "- 技能：4 → 4（持平）" in comparison
-        assert "- 整體：4.0 → 4.2（+0.2）" in comparison
+        assert "- 經歷：2 → 4（+2）" in comparison and "- 技能：4 → 4（持平）" in comparison
+        assert "- 整體：3.8 → 4.2（+0.4）" in comparison
         again = (
             await upload(client, resume_docx(IMPROVED), "v2-again.docx", conversation_id=conversation)
         ).json()
@@ -400,7 +409,7 @@ async def test_a_second_upload_is_compared_with_the_first_and_both_can_be_delete
             "resumes"
         ]
         assert [(r["version"], r["filename"], r["review"]["overall"]) for r in listed] == [
-            (1, "v1.pdf", 4.0),
+            (1, "v1.pdf", 3.8),
             (2, "v2.docx", 4.2),
             (3, "v2-again.docx", 4.2),
         ]
@@ -459,12 +468,6 @@ async def test_a_resume_pasted_in_the_chat_is_reviewed_and_stored_for_the_conver
     fake_llm.responder = responder()
     server = server_for(live_server)
     message = "以下是我的履歷，目標職位：產品經理\n" + RESUME_ZH
-    layout = {
-        "sections": [{**s, "start": s["start"] + 1, "end": s["end"] + 1} for s in LAYOUT_ZH["sections"]]
-    }
-    fake_llm.responder = responder(
-        {"structure": as_json(layout), "scoring": as_json({**scoring(), "weakest": ["L11", "L12"]})}
-    )
     async with httpx.AsyncClient(base_url=server.url, timeout=30) as client:
         body = (await client.post("/api/chat", json={"message": message, "mode": "full"})).json()
         assert body["route"]["intent"] == "resume" and body["route"]["flow"] == "resume"
@@ -495,31 +498,81 @@ async def test_an_unreachable_model_still_gives_a_review_by_rules_and_says_so(
     server = server_for(live_server, llm_retries=0)
     async with httpx.AsyncClient(base_url=server.url, timeout=30) as client:
         body = (await upload(client, resume_pdf(), "cv.pdf")).json()
-    assert [d["reason"] for d in body["degraded"]] == [
-        "resume_structure_fallback",
-        "resume_scoring_fallback",
-        "resume_rewrites_failed",
-    ]
+    assert [d["reason"] for d in body["degraded"]] == ["resume_scoring_fallback", "resume_rewrites_failed"]
     assert len(fake_llm.requests) == 1  # the later model steps are skipped, not tried and failed
     report = body["report"]
     assert "（規則估算）" in section(report, "總評")
     assert (
         section(report, "經歷") == "量化 3、相關性 1、用詞 2、長度 2"
     )  # 1 of 4 lines has a figure, 2 open with 負責/協助
-    assert "原句：負責社群經營與每月電子報" in section(report, "改寫建議")
+    assert (
+        "原句：負責社群經營與每月電子報\n  改寫：主責社群經營與每月電子報，讓[成果指標]從 [X] 提升到 [X]"
+        in section(report, "改寫建議")
+    )
     assert body["review"]["scoring_source"] == "rules" and body["review"]["structure_source"] == "headings"
 
 
-async def test_a_structure_reply_out_of_range_is_retried_once_with_the_reason(
+async def test_a_resume_without_cues_is_labelled_by_the_model_and_a_wrong_count_retried_with_the_reason(
     live_server: Callable[..., LiveServer], fake_llm: FakeLLM
 ) -> None:
-    replies = iter(
-        [as_json({"sections": [{"kind": "experience", "start": 8, "end": 40}]}), as_json(LAYOUT_ZH)]
-    )
+    replies = iter([as_json({"labels": ["contact", "skills"]}), as_json(LABELS_NO_CUES)])
     fake_llm.responder = responder({"structure": lambda: next(replies)})
     server = server_for(live_server)
     async with httpx.AsyncClient(base_url=server.url, timeout=30) as client:
-        body = (await upload(client, resume_pdf(), "cv.pdf")).json()
+        body = (await upload(client, NO_CUES.encode(), "cv.txt")).json()
     assert body["degraded"] == [] and body["review"]["structure_source"] == "llm"
-    retry = [b for b in fake_llm.requests if step_of(b) == "structure"][1]
-    assert "ends at line 40, but the resume has 16 lines" in retry["messages"][-1]["content"]
+    asked = [b for b in fake_llm.requests if step_of(b) == "structure"]
+    assert asked[0]["response_format"]["json_schema"]["schema"]["properties"]["labels"]["maxItems"] == 5
+    assert "2 labels for 5 blocks" in asked[1]["messages"][-1]["content"]
+    assert [h.split(" ")[0] for h in headings(body["report"])[1:5]] == [
+        "聯絡資訊",
+        "自我介紹",
+        "經歷",
+        "技能",
+    ]
+
+
+async def test_a_short_pasted_resume_is_reviewed_saying_what_is_missing_and_capped_without_figures(
+    live_server: Callable[..., LiveServer], fake_llm: FakeLLM
+) -> None:
+    five = {
+        "sections": [
+            {"section": k, "relevance": 5, **({"wording": 5} if k != "skills" else {}), "comment": "ok"}
+            for k in ("summary", "experience", "skills")
+        ]
+    }
+    fake_llm.responder = responder(
+        {
+            "scoring": as_json(five),
+            "rewrites": as_json(
+                {
+                    "rewrites": [
+                        {
+                            "rewrite": "Built the REST API at Northwind Apps and wrote unit tests for 12 services"
+                        },
+                        {"rewrite": "Junior backend developer building small web services for 3 teams"},
+                    ]
+                }
+            ),
+        }
+    )
+    server = server_for(live_server)
+    async with httpx.AsyncClient(base_url=server.url, timeout=30) as client:
+        body = (
+            await client.post(
+                "/api/chat", json={"message": "Please review my resume.\n" + SHORT, "mode": "full"}
+            )
+        ).json()
+    assert body["path"] == "resume" and body["report"] is not None, body["answer"]
+    overall = section(body["report"], "Overall")
+    assert "Missing sections: Education" in overall and "- Education: school, field" in overall
+    assert "no quantified achievement" in overall and "Overall score: 3.0 / 5" in overall
+    assert {h for h in headings(body["report"]) if h.startswith(("Summary", "Experience"))} == {
+        "Summary 3/5",
+        "Experience 3/5",
+    }  # the model gave 5s; without a figure they are capped
+    assert "Skills " in " ".join(headings(body["report"]))
+    rewrites = section(body["report"], "Suggested rewrites")
+    assert "12" not in rewrites and "3 teams" not in rewrites
+    assert "Rewrite: Built the REST API at Northwind Apps and wrote unit tests for [X] services" in rewrites
+    assert "Rewrite: Junior backend developer building small web services for [X] teams" in rewrites

@@ -129,7 +129,8 @@ async def test_llm_layer_valid_json(
     assert decision.llm_confidence == pytest.approx(0.85) and decision.fallback is None
     request = fake_llm.requests[0]
     assert request["temperature"] == 0.0 and request["stream"] is True and "tools" not in request
-    assert request["messages"][0]["role"] == "system" and '"intent"' in request["messages"][0]["content"]
+    # the prompt asks for one label (issue #25); the older JSON answer above is still understood
+    assert request["messages"][0]["role"] == "system" and '"offtopic"' in request["messages"][0]["content"]
     assert request["messages"][-1]["content"] == "我做了一份新的作品介紹，想聽聽意見"
 
 
@@ -290,3 +291,18 @@ async def test_held_out_goals_with_a_scripted_llm(
     assert report.tier_accuracy >= 0.92, report.format()
     assert report.without_llm >= 0.80, report.format()
     assert report.layers["llm"] == len(fake_llm.requests) > 0
+
+
+async def test_a_follow_up_cue_needs_a_clear_lead_to_leave_the_conversation(
+    make_router: Callable[..., CascadeRouter],
+) -> None:
+    router = make_router()
+    # layer 2 passes booking's bar for 「那要多久？」 by a hair: after a career turn it stays career
+    after_career = await router.route_in_context("那要多久？", ["我想轉職"])
+    assert (after_career.intent, after_career.layer) == ("career", "history")
+    # ... and, as an earlier turn, it does not lend booking to the next follow-up
+    next_one = await router.route_in_context("還有呢？", ["我想轉職", "那要多久？"])
+    assert (next_one.intent, next_one.layer) == ("career", "history")
+    # a clear lead still wins over the conversation: a session's price is a booking question
+    price = await router.route_in_context("那一次多少錢？", ["我想轉職"])
+    assert (price.intent, price.layer) == ("booking", "embedding")

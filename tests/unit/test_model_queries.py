@@ -1,5 +1,5 @@
 """The recorded model queries (``eval/retrieval/recorded``): the file cannot rot, the evaluation keeps
-them apart from the user questions, and the recorder's and the latency bench's helpers do what they say."""
+them apart from the user questions, and the latency bench's helpers do what they say."""
 
 from __future__ import annotations
 
@@ -10,16 +10,6 @@ import numpy as np
 import pytest
 
 from bench import _query_kinds
-from bench.record_tool_queries import (
-    Outcome,
-    done_keys,
-    query_record,
-    recorded_top_ks,
-    settled,
-    summary_path,
-    user_questions,
-)
-from careerwise.events import DeltaEvent, ToolCallEvent
 from careerwise.knowledge.evaluation import (
     MODEL_QUERY_FILE,
     TOOL_QUERY_FILE,
@@ -62,11 +52,11 @@ def test_the_recorded_model_queries_name_real_questions_and_articles() -> None:
         assert row["top_k"] is None or isinstance(row["top_k"], int)
     assert any(not q.negative for q in recorded)
     # the summary accounts for every (question, pass): a call in the file or a named question without one
-    summary = json.loads(summary_path(path).read_text(encoding="utf-8"))
+    summary = json.loads(path.with_name(path.stem + ".summary.json").read_text(encoding="utf-8"))
     assert summary["tool_calls"] == len(recorded)
     assert summary["no_calls"] == len(summary["no_call"])
     assert all(row["asked"] in asked for row in summary["no_call"])
-    keys = done_keys(path)
+    keys = {(row["asked"], int(row["sample"])) for row in [*raw, *summary["no_call"]]}
     assert len(keys) == len(recorded) + len(summary["no_call"])  # each pair once
 
 
@@ -112,46 +102,6 @@ def test_the_evaluation_reports_model_queries_apart_from_user_questions() -> Non
     assert doc["tool_queries"]["hybrid"]["n"] == 1
     text = format_table([report], [split])
     assert "model-written queries (hybrid): n=2 R@1=0.500 R@5=0.500" in text
-
-
-def test_the_recorder_settles_on_a_tool_call_or_on_text() -> None:
-    call = ToolCallEvent(
-        call_id="c1",
-        name="searchKnowledge",
-        requested_arguments={"query": " 薪資談判 ", "top_k": 5},
-        effective_arguments={"query": "薪資談判", "top_k": 5},
-        reason="as requested",
-    )
-    outcome = settled(call)
-    assert outcome == Outcome("searchKnowledge", call.requested_arguments, call.effective_arguments)
-    assert settled(DeltaEvent(text="先說結論", phase=1)) == Outcome(began="先說結論")
-    assert settled(DeltaEvent(text="(notice)", phase=1, notice=True)) is None
-    q = EvalQuestion("offer 可以再談嗎", "zh-TW", ("a-offer",), "questions_a.jsonl")
-    row = query_record(q, outcome, model="qwen", sample=2)
-    assert row == {
-        "question": "薪資談判",  # the resolved query: what the search runs on
-        "lang": "zh-TW",
-        "relevant": ["a-offer"],
-        "asked": q.question,
-        "top_k": 5,
-        "model": "qwen",
-        "sample": 2,
-    }
-    assert query_record(q, Outcome(began="text"), model="qwen", sample=0) is None
-    refused = Outcome("searchKnowledge", {"query": ""}, None)  # arguments the tool refused
-    assert query_record(q, refused, model="qwen", sample=0) is None
-
-
-def test_the_recorder_resumes_and_asks_only_user_questions(tmp_path: Path) -> None:
-    out = tmp_path / MODEL_QUERY_FILE
-    out.write_text(json.dumps({"asked": "q1", "sample": 0, "question": "x"}) + "\n", encoding="utf-8")
-    summary_path(out).write_text(json.dumps({"no_call": [{"asked": "q2", "sample": 1}]}), encoding="utf-8")
-    assert done_keys(out) == {("q1", 0), ("q2", 1)}
-    assert done_keys(tmp_path / "missing.jsonl") == set()
-    picked = user_questions([EVAL_DIR])
-    assert picked and all(q.source not in (TOOL_QUERY_FILE, MODEL_QUERY_FILE) for q in picked)
-    assert any(q.negative for q in picked)
-    assert [q.question for q in picked] == [q.question for q in user_questions([EVAL_DIR])]  # fixed order
 
 
 def test_the_bench_schedules_every_query_of_every_kind() -> None:
@@ -207,10 +157,3 @@ def test_delivered_recall_counts_only_the_passages_the_tool_returns() -> None:
     negative = delivered(index, [EvalQuestion("zzz", "en", ())], qvec, [3], fusion=fusion)
     assert negative.n == 0 and negative.hit_rate == 0.0
     assert delivered(index, q, qvec, [2], fusion=fusion).mean_top_k == 2.0
-
-
-def test_recorded_top_k_is_what_the_tool_runs_with(tmp_path: Path) -> None:
-    f = tmp_path / MODEL_QUERY_FILE
-    rows = [{"top_k": 1}, {"top_k": None}, {"top_k": 99}, {"top_k": 0}, {}]
-    f.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
-    assert recorded_top_ks(f, 3) == [1, 3, 20, 1, 3]

@@ -20,10 +20,11 @@ from pydantic import ValidationError
 from sqlalchemy import create_engine, text
 
 from careerwise.api import errors
+from careerwise.api.admin_bookings import AvailabilitySettingsIn, ExceptionIn
 from careerwise.api.admin_knowledge import RetrievalTest
 from careerwise.api.auth import CrossSiteGuard
 from careerwise.api.body_limit import BodyLimit
-from careerwise.api.bookings import AvailabilitySettingsIn, BookIn, ExceptionIn
+from careerwise.api.bookings import BookIn
 from careerwise.api.chat import ChatIn
 from careerwise.api.openai_compat import ChatCompletionIn
 from careerwise.app import create_app

@@ -22,7 +22,7 @@ from careerwise.resume.scoring import (
     weakest_lines,
 )
 from careerwise.resume.service import target_role_in
-from careerwise.resume.structure import by_headings, heading_kind, layout_model, looks_like_resume
+from careerwise.resume.structure import BlockLabels, by_headings, from_labels, heading_kind, looks_like_resume
 from tests.fixtures.resume_files import RESUME_EN, RESUME_ZH, resume_docx, resume_pdf
 
 LIMITS = ExtractLimits()
@@ -154,21 +154,17 @@ def test_looks_like_resume() -> None:
     assert not looks_like_resume("可以幫我看履歷嗎？我的經歷是行銷，技能是 SQL，學歷是大學。")
 
 
-def test_the_models_layout_is_checked_against_the_resume() -> None:
-    model = layout_model(16)
-    ok = parse_model(model, '{"sections": [{"kind": "work experience", "start": 8, "end": 12}]}')
-    assert ok.sections[0].kind == "experience"
-    for bad, why in [
-        ('{"sections": [{"kind": "experience", "start": 8, "end": 40}]}', "ends at line 40"),
-        ('{"sections": [{"kind": "hobbies", "start": 1, "end": 2}]}', "sections.0.kind"),
-        (
-            '{"sections": [{"kind": "skills", "start": 5, "end": 9}, {"kind": "education", "start": 9, "end": 10}]}',
-            "overlaps",
-        ),
-        ('{"sections": []}', "sections"),
-    ]:
-        with pytest.raises(ValueError, match=why):
-            parse_model(model, bad)
+def test_the_models_block_labels_are_checked_against_the_blocks() -> None:
+    ok = parse_model(BlockLabels, '{"labels": ["contact", "Work Experience", "skills"]}')
+    assert ok.labels == ["contact", "experience", "skills"]
+    structure = from_labels("Alex\n\nABC, 2020 - 2024\nBuilt X\n\nSQL, Excel, Python", [[0], [2, 3], [5]], ok)
+    assert structure.text("experience") == "ABC, 2020 - 2024\nBuilt X" and structure.source == "llm"
+    with pytest.raises(ValueError, match="2 labels for 3 blocks"):
+        from_labels("a\n\nb\n\nc", [[0], [2], [4]], BlockLabels(labels=["contact", "skills"]))
+    with pytest.raises(ValueError, match="labels"):
+        parse_model(BlockLabels, '{"labels": ["contact", "hobbies"]}')
+    with pytest.raises(ValueError, match="labels"):
+        parse_model(BlockLabels, '{"labels": []}')
 
 
 # --------------------------------------------------------------------------- scores and rewrites
@@ -183,14 +179,12 @@ def test_a_section_score_is_the_rounded_mean_of_its_criteria() -> None:
         SectionScore(section="skills")
 
 
-def test_the_scoring_model_needs_every_section_and_real_line_ids() -> None:
-    model = scoring_model(["experience", "skills"], rewritable={9, 10})
-    reply = '{"sections": [{"section": "experience", "quantified": 2}, {"section": "skills", "length": 3}], "weakest": ["L10"]}'
-    assert parse_model(model, reply).weakest == ["L10"]
+def test_the_scoring_model_needs_every_section() -> None:
+    model = scoring_model(["experience", "skills"])
+    reply = '{"sections": [{"section": "experience", "relevance": 2, "wording": 3, "comment": "c"}, {"section": "skills", "relevance": 3}]}'
+    assert [s.section for s in parse_model(model, reply).sections] == ["experience", "skills"]
     with pytest.raises(ValueError, match="no score for: skills"):
-        parse_model(model, '{"sections": [{"section": "experience", "quantified": 2}]}')
-    with pytest.raises(ValueError, match="L3 is not a line of the experience"):
-        parse_model(model, reply.replace("L10", "L3"))
+        parse_model(model, '{"sections": [{"section": "experience", "relevance": 2}]}')
 
 
 def test_rules() -> None:

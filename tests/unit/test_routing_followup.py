@@ -20,12 +20,14 @@ KEYWORDS = {
     "career": ("面試", "薪水", "interview", "salary", "轉職", "前端"),
     "resume": ("portfolio", "作品集"),
     "booking": ("時段", "slot"),
+    "offtopic": ("食譜", "recipe"),
 }
 EXAMPLES = {
     "greeting": ("hello there", "今天好冷", "天氣不錯"),
     "career": ("面試準備", "salary talk", "轉職前端", "interview tips"),
     "resume": ("my portfolio", "看作品集"),
     "booking": ("還有時段嗎", "open slot"),
+    "offtopic": ("滷肉食譜", "cake recipe"),
 }
 
 

@@ -16,6 +16,7 @@ EXAMPLES = {
     "career": ("面試要怎麼準備", "怎麼談薪水", "how do I prepare for interviews", "how to negotiate salary"),
     "resume": ("幫我看履歷", "幫我改履歷", "review my resume", "can you fix my resume"),
     "booking": ("我想預約諮詢", "預約可以改期嗎", "book a session", "can I book a call"),
+    "offtopic": ("寫一首詩", "明天天氣如何", "write a poem", "what's the weather tomorrow"),
 }
 
 

@@ -96,16 +96,26 @@ def test_the_guess_bars_follow_the_unsure_messages() -> None:
         '{"intent": "resume", "confidence": 0.9}',
         '  {"intent":"resume","confidence":1}\n',
         '```json\n{"intent": "resume", "confidence": 0.9}\n```',
+        # the label alone, what the prompt asks for since issue #25 (quotes and a full stop tolerated)
+        "resume",
+        ' "Resume".\n',
     ],
 )
 def test_parse_verdict_accepts_the_schema(answer: str) -> None:
     assert parse_verdict(answer).intent == "resume"
 
 
+def test_a_label_answer_has_no_confidence_and_offtopic_is_a_label() -> None:
+    assert parse_verdict("resume").confidence is None
+    assert parse_verdict("offtopic").intent == "offtopic"
+
+
 @pytest.mark.parametrize(
     "answer",
     [
-        "resume",
+        "resume, I think",  # a label with prose: not the label alone
+        "The intent is resume",
+        "job",  # not a label
         'The intent is {"intent": "resume", "confidence": 0.9}',  # prose around it: not strict JSON
         '{"intent": "resume"}',  # confidence missing
         '{"intent": "job", "confidence": 0.9}',  # unknown intent
@@ -228,7 +238,8 @@ def test_the_blind_set_is_separate_mixed_and_says_so() -> None:
     header = [line for line in BLIND.read_text(encoding="utf-8").splitlines() if line.startswith("#")]
     assert any("NOTHING may be tuned" in line for line in header)
     blind = load_messages([BLIND])
-    assert len(blind) >= 120 and {m.intent for m in blind} == set(INTENTS)
+    # written before the fifth intent (decision 0017): off-topic messages were labelled career then
+    assert len(blind) >= 120 and {m.intent for m in blind} == set(INTENTS) - {"offtopic"}
     assert {m.tier for m in blind if m.intent == "career"} == {"simple", "medium", "complex"}
     assert sum(1 for m in blind if len(m.message) > 150) >= 5
     texts = {m.message for m in blind}

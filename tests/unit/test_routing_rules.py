@@ -13,7 +13,7 @@ RULE_IDS = [r.id for r in RULES]
 def test_rule_ids_are_unique_and_every_rule_has_examples() -> None:
     assert len(RULE_IDS) == len(set(RULE_IDS))
     assert all(r.examples for r in RULES)
-    assert {r.intent for r in RULES} == {"greeting", "resume", "booking"}  # career is never a rule
+    assert {r.intent for r in RULES} == {"greeting", "resume", "booking", "offtopic"}  # career never is
 
 
 @pytest.mark.parametrize(("rule_id", "example"), [(r.id, e) for r in RULES for e in r.examples])
@@ -188,3 +188,223 @@ def test_units_count_han_characters_and_words() -> None:
     assert normalise("ｈｅｌｌｏ！　Summer") == "hello! Summer"
     assert strip_opener("hi! how do I prepare") == "how do I prepare"
     assert strip_opener("hiring managers") == "hiring managers"  # "hi" only as a word
+
+
+# --- what each rule must not match: its words used about something else (issue #25) ------------------
+
+MUST_NOT_MATCH: dict[str, tuple[str, ...]] = {
+    "booking.zh.reserve": (
+        "我幫主管預約會議室一直失敗怎麼辦",
+        "老闆叫我幫客戶預約拜訪時間，行政工作做太多會影響升遷嗎",
+        "HR 要我自己上系統預約面試時間，要選早上還是下午",
+        "請病假要先預約門診證明嗎",
+    ),
+    "booking.zh.change": (
+        "二面可以改期嗎？會不會扣分",
+        "我想把複試改時間，要怎麼跟 HR 開口",
+        "健身房會員可以取消嗎",
+        "幫老闆把客戶會議改期，結果被罵",
+    ),
+    "booking.zh.price": (
+        "公司的員工諮詢服務費用是公司出嗎",
+        "勞資糾紛找律師諮詢費用大概多少",
+    ),
+    "booking.zh.payment": (
+        "公司的薪水都轉帳，可以要求領現金嗎",
+        "客戶一直不付款，業務要負責嗎",
+        "離職後勞保退費怎麼算",
+    ),
+    "booking.zh.session": (
+        "公司有提供員工諮詢方案，去用會被主管知道嗎",
+        "我們公司的 EAP 心理諮詢是線上還是實體",
+        "想當職涯諮詢師，諮詢一次大概多久才夠",
+    ),
+    "booking.zh.slot": (
+        "面試官問我下週哪個時段有空，要怎麼回比較好",
+        "這家公司的實習還有名額嗎",
+        "你有時間幫我看一下履歷嗎",
+    ),
+    "booking.en.reserve": (
+        "my boss asked me to book appointments for his clients, is that part of my job?",
+        "how do I book a meeting with my skip-level manager",
+        "should I schedule my interview in the morning or afternoon",
+        "how do I book a conference room for my team's offsite",
+    ),
+    "booking.en.change": (
+        "can I reschedule my second-round interview without looking bad",
+        "how do I cancel my gym membership",
+        "I had to reschedule a client appointment twice, will my boss be mad",
+    ),
+    "booking.en.price": (
+        "how much should I charge per session as a freelance designer",
+        "what's a fair price for my tutoring sessions",
+        "how much do therapy sessions cost in Taipei",
+    ),
+    "booking.en.session": (
+        "my gym won't refund the personal training sessions I missed",
+        "is my company's counselling programme online or in person",
+        "what should I prepare for the interview session with the hiring manager",
+    ),
+    "booking.en.availability": (
+        "my boss texted 'are you free this weekend?' should I answer",
+        "the recruiter sent me available slots for the interview",
+    ),
+    "resume.zh.review": (
+        "請問履歷要放照片嗎",
+        "可以在履歷上寫離職原因嗎",
+        "HR 說會幫我把履歷轉給主管，要等多久",
+        "幫我看一下論文摘要的英文有沒有錯",
+    ),
+    "resume.zh.pasted": (
+        "這是履歷常見的錯誤嗎",
+        "以下是履歷範本的問題：要用哪一種",
+    ),
+    "resume.en.review": (
+        "how do I make my resume stand out",
+        "should I send my resume as a PDF or a Word file",
+        "the recruiter said they would review my resume this week, how long should I wait",
+        "can you proofread my thesis abstract",
+    ),
+    "resume.pasted": (
+        "I have a CS education, three years of experience in QA, and skills in Python and SQL. Should I move "
+        "into data science now or wait until I finish the online course I started last month?",
+        "我的學歷是普通大學，工作經歷三年行政，技能只有 Office，想轉行做數據分析，現在開始學 Python 和 SQL "
+        "來得及嗎？還是應該先去上補習班，或是直接找相關的助理職缺，從基層慢慢往上爬比較實際呢？",
+    ),
+    "offtopic.zh.request": (
+        "面試官叫我講個笑話，要怎麼接",
+        "尾牙要上台表演，有推薦的工作場合笑話嗎",
+        "我是天氣預報主播，想轉職當公關可以嗎",
+        "Python 面試常考 KeyError 嗎",
+    ),
+    "offtopic.en.request": (
+        "my boss asked me to write a poem for the company party, is that part of my job?",
+        "I'm a chef, how do I move from cooking into a food-tech career",
+        "what is a ValueError and will interviewers ask about it",
+        "I want to work as a weather forecaster, what degree do I need",
+    ),
+    "greet.hello": (
+        "你好，我想問怎麼談薪水",
+        "hi summer! quick question: how do I ask for a raise",
+        "早安～請問面試遲到要怎麼補救",
+    ),
+    "greet.thanks": (
+        "謝謝！那如果對方要我先開價怎麼辦",
+        "thanks, one more thing: should I accept the counter offer",
+    ),
+    "greet.bye": (
+        "掰掰之前最後一個問題：要不要接這個 offer",
+        "bye for now, but how do I follow up after an interview",
+    ),
+    "greet.ack": (
+        "好，那我要準備什麼作品集",
+        "ok so what should I do next about the layoff",
+    ),
+    "greet.about": (
+        "你是誰介紹給我的 HR 嗎，我該怎麼回他",
+        "what can you do about a boss who steals credit",
+        "你能幫我做什麼樣的職涯規劃",
+    ),
+}
+
+
+def test_every_rule_has_cases_it_must_not_match() -> None:
+    assert set(MUST_NOT_MATCH) == set(RULE_IDS)
+    for rule_id, cases in MUST_NOT_MATCH.items():
+        has_zh = any(_has_han(c) for c in cases)
+        has_en = any(not _has_han(c) for c in cases)
+        # a rule for one language gets its own language's cases; the others get both
+        assert (".zh." in rule_id and has_zh) or (".en." in rule_id and has_en) or (has_zh and has_en), (
+            rule_id
+        )
+
+
+def _has_han(text: str) -> bool:
+    return any("\u4e00" <= ch <= "\u9fff" for ch in text)
+
+
+@pytest.mark.parametrize(
+    ("rule_id", "message"), [(rule_id, m) for rule_id, cases in MUST_NOT_MATCH.items() for m in cases]
+)
+def test_rule_does_not_fire_on_its_words_used_about_something_else(rule_id: str, message: str) -> None:
+    rule = next(r for r in RULES if r.id == rule_id)
+    assert not rule.applies(normalise(message)), f"{rule_id} fired on {message!r}"
+    # and no other rule of the same intent takes it instead
+    other = match_rules(message)
+    assert other is None or other.intent != rule.intent, (other.id, message)
+
+
+@pytest.mark.parametrize(
+    ("message", "veto"),
+    [
+        ("面試時段可以改嗎", "面試"),
+        ("how do I cancel my gym membership", "membership"),
+        ("我們的員工諮詢是線上的嗎", "員工"),
+        ("my boss wants me to book appointments for my clients", "for my clients"),
+    ],
+)
+def test_layer_two_booking_is_vetoed_by_the_same_words(message: str, veto: str) -> None:
+    from careerwise.routing.rules import vetoed
+
+    assert vetoed("booking", message) == veto
+    assert vetoed("career", message) is None  # only booking has words used about something else
+
+
+@pytest.mark.parametrize(
+    "message", ["想約一次模擬面試諮詢", "can I book a mock interview with you", "我想預約諮詢"]
+)
+def test_summers_own_sessions_are_not_vetoed(message: str) -> None:
+    from careerwise.routing.rules import vetoed
+
+    assert vetoed("booking", message) is None
+
+
+@pytest.mark.parametrize(
+    ("message", "rule_id"),
+    [
+        ("幫我寫一首關於海的詩", "offtopic.zh.request"),
+        ("你好，講個笑話給我聽", "offtopic.zh.request"),  # a greeting in front does not make it small talk
+        ("tell me a joke about cats", "offtopic.en.request"),
+        ("幫我看履歷，順便講個笑話", "resume.zh.review"),  # resume wins over off-topic
+        ("我想預約諮詢，然後講個笑話", "booking.zh.reserve"),  # booking wins over off-topic
+    ],
+)
+def test_offtopic_rules_and_the_mixed_intent_order(message: str, rule_id: str) -> None:
+    rule = match_rules(message)
+    assert rule is not None and rule.id == rule_id
+
+
+# --- tiers: a decision without a listed decision word (issue #25) -----------------------------------
+
+
+@pytest.mark.parametrize(
+    ("message", "reason"),
+    [
+        ("真的不想幹了 每天上班都好痛苦", "想走人"),
+        ("想閃人了啦 這間公司沒救", "想走人"),
+        ("我想裸辭 先休息半年", "想走人"),
+        ("緯創還是廣達", "A還是B"),
+        ("外派越南加薪四成，但女友在台灣，我很掙扎", "兩難"),
+        ("薪水多兩萬但要通勤兩小時，好兩難", "兩難"),
+        ("Google or a startup for my first job", "A or B?"),
+        ("PM or data analyst, which one fits someone from marketing", "which one"),
+        ("would it be dumb to take a pay cut to switch into tech", "is it better"),
+        ("higher pay vs shorter commute for my next job", "A vs B"),
+        ("I'm on the fence about the offer from the bank", "a trade-off"),
+    ],
+)
+def test_a_decision_without_a_listed_word_is_complex(message: str, reason: str) -> None:
+    result = classify_tier(message)
+    assert result.tier == "complex" and reason in result.reasons[0], result.reasons
+
+
+@pytest.mark.parametrize(
+    ("message", "tier"),
+    [
+        ("老闆很機車 每天都要加班到十點 好想離職喔", "medium"),  # a vent names no step to decide on
+        ("I work in sales or marketing, how do I write a good LinkedIn summary", "medium"),
+        ("what if I arrive late or so", "simple"),  # "or so" names no option
+    ],
+)
+def test_an_or_or_a_complaint_alone_is_not_a_decision(message: str, tier: str) -> None:
+    assert classify_tier(message).tier == tier

@@ -20,6 +20,8 @@ from careerwise.api import admin_knowledge, admin_settings, admin_stats, admin_t
 from careerwise.api.admin_common import admin_router
 from careerwise.api.admin_knowledge import knowledge_status
 from careerwise.api.deps import ServicesDep
+from careerwise.flows.compact import design_of
+from careerwise.llm.profile import profile_of
 from careerwise.store import Trace, TraceEvent
 
 log = logging.getLogger(__name__)
@@ -75,7 +77,13 @@ async def status(services: ServicesDep) -> dict[str, Any]:
         "ok": kb["state"] == "ready" and database["state"] == "ok",
         "knowledge": kb,
         "database": database,
-        "llm": {"provider": services.provider.name, "model": services.provider.model},
+        "llm": {
+            "provider": services.provider.name,
+            "model": services.provider.model,
+            # what the flows size their work to, and the deep design it picks (llm/profile.py, 0014)
+            "profile": profile_of(services.provider).as_dict(),
+            "deep_design": design_of(services.engine.options, services.provider)[0],
+        },
         "last_24h": {"turns": turns, "knowledge_degraded_turns": knowledge_degraded},
         "retrieval_failures": failures,
     }

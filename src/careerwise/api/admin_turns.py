@@ -101,7 +101,7 @@ class TurnFilters:
 @router.get("/turns", responses=errors(400))
 async def list_turns(
     services: ServicesDep,
-    intent: Literal["greeting", "career", "resume", "booking"] | None = None,
+    intent: Literal["greeting", "career", "resume", "booking", "offtopic"] | None = None,
     tier: Literal["simple", "medium", "complex"] | None = None,
     path: Annotated[str | None, Query(max_length=20, description="A, B, greeting, ...")] = None,
     channel: Annotated[str | None, Query(max_length=20, description="web, line, openai, ...")] = None,

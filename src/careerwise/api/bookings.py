@@ -3,28 +3,27 @@ admin's availability, and the page at ``/bookings``. Reference: docs/bookings.md
 
 Who may see or change a booking: the logged-in user who made it, an admin, or whoever holds the
 booking token returned when it was made (anonymous callers: ``X-Booking-Token`` header or ``?token=``).
-Anyone else gets 404, as if it did not exist.
+Anyone else gets 404, as if it did not exist. The administrator's routes (hours, every booking, a
+day's calendar) are in ``admin_bookings.py``.
 """
 
 from __future__ import annotations
 
 from datetime import date, datetime
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Header, Query, Request, Response
-from fastapi import Path as PathParam
 from fastapi.responses import FileResponse, JSONResponse
 from pydantic import BaseModel, Field, StringConstraints
 
-from careerwise.api._strict import REQUEST_MODEL, JsonAwareDatetime, JsonDate
-from careerwise.api.auth import AdminUser, OptionalUser, client_ip
+from careerwise.api._strict import REQUEST_MODEL, JsonAwareDatetime
+from careerwise.api.auth import OptionalUser, client_ip
 from careerwise.api.deps import ServicesDep
 from careerwise.api.error_models import errors
 from careerwise.booking import Availability, BookingService, BookingView, slot_label
 from careerwise.booking.errors import BookingNotFoundError, InvalidBookingError
 from careerwise.booking.slots import local_today
-from careerwise.booking.timefmt import hhmm
 from careerwise.errors import AuthenticationError
 from careerwise.store import User
 
@@ -33,7 +32,6 @@ STATIC = Path(__file__).resolve().parent.parent / "web" / "static"
 TOKEN_HEADER = "X-Booking-Token"
 MAX_TOKENS = 20
 Key = Annotated[str, StringConstraints(min_length=1, max_length=150, pattern=r"^[\x21-\x7e]+$")]
-HHMM = Annotated[str, StringConstraints(pattern=r"^([01]\d|2[0-3]):[0-5]\d$|^24:00$")]
 
 
 class SlotOut(BaseModel):
@@ -60,6 +58,9 @@ class BookIn(BaseModel):
         description="An email address or a LINE ID (e.g. 'LINE: summer.coach')."
     )
     idempotency_key: Key | None = Field(default=None, description="Or the Idempotency-Key header.")
+    topic: Annotated[str, StringConstraints(max_length=200)] | None = Field(
+        default=None, description="What the consultation is about (optional)."
+    )
 
 
 class RescheduleIn(BaseModel):
@@ -81,6 +82,7 @@ class BookingOut(BaseModel):
     contact_kind: str
     channel: str
     rescheduled_from: str | None
+    topic: str | None = Field(description="What the consultation is about, when given.")
     created_at: datetime
     updated_at: datetime
     token: str = Field(description="Lets an anonymous caller list, move and cancel this booking.")
@@ -91,39 +93,8 @@ class BookingsOut(BaseModel):
     bookings: list[BookingOut]
 
 
-class RangeIn(BaseModel):
-    model_config = REQUEST_MODEL
-    start: HHMM
-    end: HHMM
-
-
-class WeeklyIn(BaseModel):
-    model_config = REQUEST_MODEL
-    ranges: Annotated[list[RangeIn], Field(max_length=12)]
-
-
-class ExceptionIn(BaseModel):
-    model_config = REQUEST_MODEL
-    day: JsonDate
-    kind: Literal["closed", "extra"]
-    start: HHMM | None = None
-    end: HHMM | None = None
-    note: Annotated[str, StringConstraints(max_length=200)] = ""
-
-
-class AvailabilitySettingsIn(BaseModel):
-    model_config = REQUEST_MODEL
-    slot_minutes: int | None = Field(default=None, ge=10, le=240)
-    horizon_days: int | None = Field(default=None, ge=1, le=365)
-    min_notice_minutes: int | None = Field(default=None, ge=0, le=10080)
-
-
-def _minute(value: str) -> int:
-    h, m = value.split(":")
-    return int(h) * 60 + int(m)
-
-
-def _out(service: BookingService, view: BookingView, av: Availability, request: Request) -> BookingOut:
+def booking_out(service: BookingService, view: BookingView, av: Availability, request: Request) -> BookingOut:
+    """The booking as the API shows it (the caller may see it: the token is included)."""
     token = service.token_for(view)
     return BookingOut(
         id=view.id,
@@ -138,6 +109,7 @@ def _out(service: BookingService, view: BookingView, av: Availability, request: 
         contact_kind=view.contact.kind,
         channel=view.channel,
         rescheduled_from=view.rescheduled_from,
+        topic=view.topic,
         created_at=view.created_at,
         updated_at=view.updated_at,
         token=token,
@@ -243,8 +215,9 @@ async def book(
         channel="web",
         idempotency_key=_key(idempotency_key, body.idempotency_key),
         client_key=f"ip:{client_ip(request)}",
+        topic=body.topic,
     )
-    out = _out(service, result.booking, await service.availability(), request)
+    out = booking_out(service, result.booking, await service.availability(), request)
     headers = {"Location": f"/api/bookings/{out.id}"}
     if not result.created:
         headers["Idempotent-Replayed"] = "true"
@@ -270,12 +243,12 @@ async def my_bookings(
         user_id=user.id if user else None, origin_ids=sorted(origins), upcoming_only=scope == "upcoming"
     )
     av = await service.availability()
-    return BookingsOut(bookings=[_out(service, v, av, request) for v in views])
+    return BookingsOut(bookings=[booking_out(service, v, av, request) for v in views])
 
 
 @router.get("/api/bookings/{booking_id}", summary="One booking", responses=errors(400, 404))
 async def get_booking(view: AuthorizedBooking, request: Request, services: ServicesDep) -> BookingOut:
-    return _out(services.bookings, view, await services.bookings.availability(), request)
+    return booking_out(services.bookings, view, await services.bookings.availability(), request)
 
 
 @router.post(
@@ -297,14 +270,14 @@ async def reschedule(
     result = await service.reschedule(
         view.id, slot_start=body.slot_start, idempotency_key=_key(idempotency_key, body.idempotency_key)
     )
-    return _out(service, result.booking, await service.availability(), request)
+    return booking_out(service, result.booking, await service.availability(), request)
 
 
 @router.post("/api/bookings/{booking_id}/cancel", summary="Cancel a booking", responses=errors(400, 404, 409))
 async def cancel(view: AuthorizedBooking, request: Request, services: ServicesDep) -> BookingOut:
     service = services.bookings
     cancelled = await service.cancel(view.id)
-    return _out(service, cancelled, await service.availability(), request)
+    return booking_out(service, cancelled, await service.availability(), request)
 
 
 @router.get(
@@ -322,96 +295,6 @@ async def booking_ics(view: AuthorizedBooking, request: Request, services: Servi
         media_type="text/calendar; charset=utf-8",
         headers={"Content-Disposition": f'attachment; filename="careerwise-{view.id[:8]}.ics"'},
     )
-
-
-# --- admin ----------------------------------------------------------------------------------------
-
-
-def _availability_json(av: Availability) -> dict[str, Any]:
-    return {
-        "coach_id": av.coach_id,
-        "timezone": av.timezone,
-        "slot_minutes": av.slot_minutes,
-        "horizon_days": av.horizon_days,
-        "min_notice_minutes": av.min_notice_minutes,
-        "weekly": {
-            str(d): [{"start": hhmm(a), "end": hhmm(b)} for a, b in av.weekly.get(d, ())] for d in range(7)
-        },
-        "exceptions": [
-            {
-                "id": e.id,
-                "day": e.day.isoformat(),
-                "kind": e.kind,
-                "start": hhmm(e.start_minute) if e.start_minute is not None else None,
-                "end": hhmm(e.end_minute) if e.end_minute is not None else None,
-                "note": e.note,
-            }
-            for e in av.exceptions
-        ],
-    }
-
-
-@router.get("/api/admin/availability", summary="Weekly hours, exceptions and slot settings")
-async def get_availability(services: ServicesDep, _admin: AdminUser) -> dict[str, Any]:
-    return _availability_json(await services.bookings.availability())
-
-
-@router.put("/api/admin/availability/weekly/{weekday}", summary="Replace one weekday's hours")
-async def put_weekly(
-    weekday: Annotated[int, PathParam(ge=0, le=6, description="0 = Monday")],
-    body: WeeklyIn,
-    services: ServicesDep,
-    admin: AdminUser,
-) -> dict[str, Any]:
-    ranges = [(_minute(r.start), _minute(r.end)) for r in body.ranges]
-    return _availability_json(await services.bookings.set_weekly(weekday, ranges, by=admin.email))
-
-
-@router.patch("/api/admin/availability/settings", summary="Slot length, horizon, minimum notice")
-async def patch_settings(
-    body: AvailabilitySettingsIn, services: ServicesDep, admin: AdminUser
-) -> dict[str, Any]:
-    av = await services.bookings.update_settings(
-        slot_minutes=body.slot_minutes,
-        horizon_days=body.horizon_days,
-        min_notice_minutes=body.min_notice_minutes,
-        by=admin.email,
-    )
-    return _availability_json(av)
-
-
-@router.post("/api/admin/availability/exceptions", status_code=201, summary="Close a day or add hours")
-async def add_exception(body: ExceptionIn, services: ServicesDep, admin: AdminUser) -> dict[str, Any]:
-    e = await services.bookings.add_exception(
-        day=body.day,
-        kind=body.kind,
-        start_minute=_minute(body.start) if body.start else None,
-        end_minute=_minute(body.end) if body.end else None,
-        note=body.note,
-        by=admin.email,
-    )
-    return {"id": e.id, "day": e.day.isoformat(), "kind": e.kind, "start": body.start, "end": body.end}
-
-
-@router.delete("/api/admin/availability/exceptions/{exception_id}", status_code=204, responses=errors(404))
-async def delete_exception(
-    exception_id: Annotated[int, PathParam(ge=1, le=2**63 - 1)], services: ServicesDep, admin: AdminUser
-) -> Response:
-    await services.bookings.remove_exception(exception_id, by=admin.email)
-    return Response(status_code=204)
-
-
-@router.get("/api/admin/bookings", summary="Every booking (admin)")
-async def all_bookings(
-    request: Request,
-    services: ServicesDep,
-    _admin: AdminUser,
-    scope: Literal["upcoming", "all"] = "upcoming",
-) -> BookingsOut:
-    service = services.bookings
-    views = await service.list_bookings(everyone=True, upcoming_only=scope == "upcoming")
-    av = await service.availability()
-    return BookingsOut(bookings=[_out(service, v, av, request) for v in views])
 
 
 @router.get("/bookings", include_in_schema=False)

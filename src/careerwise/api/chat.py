@@ -23,6 +23,7 @@ from careerwise.events import (
     ProgressEvent,
     ReportEvent,
     RouteEvent,
+    SectionEvent,
     ToolCallEvent,
     ToolResultEvent,
     event_to_sse,
@@ -94,8 +95,8 @@ def collect(events: list[Event]) -> FullReply:
                 reply["report"] = e.model_dump(mode="json")
             case DegradedEvent():
                 reply["degraded"].append(e.model_dump(mode="json"))
-            case ProgressEvent():
-                pass  # keeps a stream alive; the full body is the finished answer
+            case ProgressEvent() | SectionEvent():
+                pass  # keeps a stream alive / previews the report; the full body is the finished answer
             case ErrorEvent():
                 reply["error"] = e.model_dump(mode="json")
             case DoneEvent():

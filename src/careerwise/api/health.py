@@ -22,6 +22,8 @@ from fastapi.responses import JSONResponse
 from sqlalchemy import text
 
 from careerwise.api.deps import ServicesDep
+from careerwise.flows.compact import design_of
+from careerwise.llm.profile import profile_of
 from careerwise.llm.resilience import ResilientProvider
 from careerwise.services import Services
 
@@ -92,11 +94,15 @@ async def _llm(services: Services, seconds: float) -> dict[str, Any]:
     loaded or not) plus its circuit breaker. Failed only when the provider is down (its probe fails or
     its breaker is open) and no fallback is up to answer in its place."""
     registry = services.providers
+    design, why = design_of(services.engine.options, services.provider)
     check: dict[str, Any] = {
         "state": "ok",
         "provider": registry.default_name,
         "model": services.provider.model,
         "probe": await registry.probe(registry.default_name, seconds=seconds),
+        # what the flows size their work to (llm/profile.py) and the deep design it picks (0014, 0016)
+        "profile": profile_of(services.provider).as_dict(),
+        "deep_design": {"design": design, "why": why},
     }
     if check["probe"]["state"] == "loading":
         check["state"], check["error"] = "loading", check["probe"]["error"]

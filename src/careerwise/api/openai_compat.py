@@ -390,7 +390,10 @@ async def chat_completions(request: Request, services: ServicesDep) -> Response:
         reply = collect(events)
         extra = careerwise_field(reply)
         if reply.status == "error":
+            # the error chunk, then the end every stream has: a client that reads to [DONE] sees the end
+            # (the OpenAI clients raise the error chunk as an APIError before they get there)
             yield _sse(_failure(reply, extra, model))
+            yield b"data: [DONE]\n\n"
             return
         tail = _tail(reply, zh)
         if tail:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from itsdangerous import BadSignature, TimestampSigner
-from sqlalchemy import bindparam, func, select
+from sqlalchemy import bindparam, select
 
 from careerwise.auth.passwords import MAX_PASSWORD, MIN_PASSWORD, hash_password, needs_rehash, verify_password
 from careerwise.errors import AuthenticationError, ConflictError, UserInputError
@@ -68,12 +68,6 @@ class AccountService:
             user = User(email=email, password_hash=hashed, display_name=display_name.strip()[:80], role=role)
             s.add(user)
         return user
-
-    async def count_admins(self) -> int:
-        async with self.db.session() as s:
-            return int(
-                await s.scalar(select(func.count()).select_from(User).where(User.role == "admin")) or 0
-            )
 
     async def authenticate(self, *, email: str, password: str) -> User:
         """The user, or AuthenticationError with the same message whether the email or the password was

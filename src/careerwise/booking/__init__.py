@@ -1,6 +1,7 @@
 """Consultation booking (預約諮詢), no LLM: availability, slots in the coach's time zone (Asia/Taipei),
 bookings with a database-enforced one-booking-per-slot rule, idempotent retries, and .ics files."""
 
+from careerwise.booking._availability import Opening
 from careerwise.booking.contact import Contact, parse_contact, parse_name
 from careerwise.booking.errors import (
     BookingLimitError,
@@ -11,7 +12,13 @@ from careerwise.booking.errors import (
     SlotTakenError,
     SlotUnavailableError,
 )
-from careerwise.booking.service import BookingLimits, BookingService, BookingView, BookResult, token_key
+from careerwise.booking.service import (
+    BookingLimits,
+    BookingService,
+    BookingView,
+    BookResult,
+    token_key,
+)
 from careerwise.booking.slots import DEFAULT_COACH, Availability, DayException, Slot
 from careerwise.booking.timefmt import slot_label
 
@@ -29,6 +36,7 @@ __all__ = [
     "DayException",
     "IdempotencyKeyReusedError",
     "InvalidBookingError",
+    "Opening",
     "Slot",
     "SlotTakenError",
     "SlotUnavailableError",

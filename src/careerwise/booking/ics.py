@@ -64,12 +64,30 @@ def utc_stamp(value: datetime) -> str:
 
 
 def render(event: CalendarEvent, *, prodid: str = "-//CareerWise//Bookings//ZH-TW") -> bytes:
+    return render_calendar([event], method="CANCEL" if event.cancelled else "PUBLISH", prodid=prodid)
+
+
+def render_calendar(
+    events: list[CalendarEvent], *, method: str = "PUBLISH", prodid: str = "-//CareerWise//Bookings//ZH-TW"
+) -> bytes:
+    """One VCALENDAR holding ``events`` (at least one: RFC 5545 §3.6 requires a component)."""
+    if not events:
+        raise ValueError("a calendar needs at least one event")
     lines = [
         "BEGIN:VCALENDAR",
         "VERSION:2.0",
         f"PRODID:{prodid}",
         "CALSCALE:GREGORIAN",
-        f"METHOD:{'CANCEL' if event.cancelled else 'PUBLISH'}",
+        f"METHOD:{method}",
+    ]
+    for event in events:
+        lines += _vevent(event)
+    lines.append("END:VCALENDAR")
+    return "".join(fold(line) + CRLF for line in lines).encode("utf-8")
+
+
+def _vevent(event: CalendarEvent) -> list[str]:
+    lines = [
         "BEGIN:VEVENT",
         f"UID:{event.uid}",
         f"DTSTAMP:{utc_stamp(event.stamp)}",
@@ -86,6 +104,5 @@ def render(event: CalendarEvent, *, prodid: str = "-//CareerWise//Bookings//ZH-T
         f"STATUS:{'CANCELLED' if event.cancelled else 'CONFIRMED'}",
         "TRANSP:OPAQUE",
         "END:VEVENT",
-        "END:VCALENDAR",
     ]
-    return "".join(fold(line) + CRLF for line in lines).encode("utf-8")
+    return lines

@@ -1,4 +1,5 @@
-"""The booking service: availability, free slots, book / cancel / reschedule / list, tokens.
+"""The booking service: free slots, book / cancel / reschedule / list, tokens, calendars; the
+availability it reads (weekly hours, default hours, exceptions) is :mod:`careerwise.booking._availability`.
 
 Every rule that protects a booking is enforced in one transaction with the database as the judge:
 the partial unique index ``uq_bookings_active_slot`` refuses a second active booking of a slot, and
@@ -20,15 +21,20 @@ import json
 import logging
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
-from typing import Any, Literal
+from typing import Any
 
-from sqlalchemy import delete, func, or_, select, text, update
+from sqlalchemy import func, or_, select, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from careerwise.booking import ics
+from careerwise.booking._availability import (
+    MAX_START_OFFSET_DAYS,
+    AvailabilityMixin,
+    _rowcount,
+)
 from careerwise.booking.contact import Contact, parse_contact, parse_name
 from careerwise.booking.errors import (
     BookingLimitError,
@@ -39,22 +45,19 @@ from careerwise.booking.errors import (
     SlotTakenError,
     SlotUnavailableError,
 )
+from careerwise.booking.hours import Weekly
 from careerwise.booking.slots import (
     DEFAULT_COACH,
     Availability,
-    DayException,
-    Range,
     Slot,
     find_slot,
     free_slots,
+    local_instant,
     local_today,
 )
 from careerwise.booking.timefmt import slot_label
 from careerwise.store import (
-    AvailabilityException,
-    AvailabilityWindow,
     Booking,
-    BookingSettings,
     Database,
     as_utc,
 )
@@ -62,7 +65,6 @@ from careerwise.store.models import new_id
 
 log = logging.getLogger(__name__)
 MAX_DAYS = 90
-MAX_START_OFFSET_DAYS = 366  # the horizon is at most 365 days
 _REASONS = {
     "not_open": "is not an open consultation slot",
     "too_soon": "starts too soon to be booked",
@@ -92,6 +94,7 @@ class BookingView:
     created_at: datetime
     updated_at: datetime
     client_key: str | None = None
+    topic: str | None = None
 
     @classmethod
     def of(cls, row: Booking) -> BookingView:
@@ -111,6 +114,7 @@ class BookingView:
             created_at=as_utc(row.created_at),
             updated_at=as_utc(row.updated_at),
             client_key=row.client_key,
+            topic=row.topic,
         )
 
 
@@ -132,7 +136,7 @@ class BookResult:
     created: bool  # False: an idempotent replay returned the booking made earlier
 
 
-class BookingService:
+class BookingService(AvailabilityMixin):
     def __init__(
         self,
         db: Database,
@@ -141,174 +145,19 @@ class BookingService:
         coach_id: str = DEFAULT_COACH,
         clock: Callable[[], datetime] = _now,
         limits: BookingLimits | None = None,
+        default_hours: Weekly | None = None,
+        contact_line: str = "",
     ) -> None:
+        """``default_hours``: the weekly hours that apply until an administrator confirms or edits them
+        (none by default here; the app passes CAREERWISE_DEFAULT_HOURS). ``contact_line``: how to reach
+        the coach, told when no slot can be offered."""
         self.db = db
         self.limits = limits or BookingLimits()
+        self.default_hours: Weekly = dict(default_hours or {})
+        self.contact_line = contact_line.strip()
         self.coach_id = coach_id
         self._token_key = token_key
         self._clock = clock
-
-    def now(self) -> datetime:
-        return as_utc(self._clock())
-
-    # --- availability ---------------------------------------------------------------------------
-
-    async def availability(self) -> Availability:
-        async with self.db.session() as s:
-            return await self._availability(s)
-
-    async def _availability(self, s: AsyncSession) -> Availability:
-        cfg = await s.get(BookingSettings, self.coach_id)
-        windows = (
-            await s.scalars(
-                select(AvailabilityWindow)
-                .where(AvailabilityWindow.coach_id == self.coach_id)
-                .order_by(AvailabilityWindow.weekday, AvailabilityWindow.start_minute)
-            )
-        ).all()
-        exceptions = (
-            await s.scalars(
-                select(AvailabilityException)
-                .where(AvailabilityException.coach_id == self.coach_id)
-                .order_by(AvailabilityException.day, AvailabilityException.id)
-            )
-        ).all()
-        weekly: dict[int, tuple[Range, ...]] = {}
-        for w in windows:
-            weekly[w.weekday] = (*weekly.get(w.weekday, ()), (w.start_minute, w.end_minute))
-        av = Availability(
-            coach_id=self.coach_id,
-            weekly=weekly,
-            exceptions=tuple(
-                DayException(
-                    day=e.day,
-                    kind="closed" if e.kind == "closed" else "extra",
-                    start_minute=e.start_minute,
-                    end_minute=e.end_minute,
-                    note=e.note,
-                    id=e.id,
-                )
-                for e in exceptions
-            ),
-        )
-        if cfg is not None:
-            av = replace(
-                av,
-                slot_minutes=cfg.slot_minutes,
-                timezone=cfg.timezone,
-                horizon_days=cfg.horizon_days,
-                min_notice_minutes=cfg.min_notice_minutes,
-            )
-        return av
-
-    async def set_weekly(self, weekday: int, ranges: Sequence[Range], *, by: str = "") -> Availability:
-        """Replace one weekday's hours (an empty list closes that weekday)."""
-        if not 0 <= weekday <= 6:
-            raise InvalidBookingError("weekday must be 0 (Monday) to 6 (Sunday)")
-        for a, b in ranges:
-            _check_range(a, b)
-        async with self.db.session() as s, s.begin():
-            await s.execute(
-                delete(AvailabilityWindow).where(
-                    AvailabilityWindow.coach_id == self.coach_id, AvailabilityWindow.weekday == weekday
-                )
-            )
-            s.add_all(
-                AvailabilityWindow(coach_id=self.coach_id, weekday=weekday, start_minute=a, end_minute=b)
-                for a, b in ranges
-            )
-            await self._touch_settings(s, by)
-        log.info("booking: %s set weekday %d hours to %s", by or "someone", weekday, list(ranges))
-        return await self.availability()
-
-    async def add_exception(
-        self,
-        *,
-        day: date,
-        kind: Literal["closed", "extra"],
-        start_minute: int | None = None,
-        end_minute: int | None = None,
-        note: str = "",
-        by: str = "",
-    ) -> DayException:
-        if kind not in ("closed", "extra"):
-            raise InvalidBookingError("an exception is 'closed' or 'extra'")
-        if (start_minute is None) != (end_minute is None):
-            raise InvalidBookingError("give both a start and an end time, or neither")
-        if start_minute is None or end_minute is None:
-            if kind == "extra":
-                raise InvalidBookingError("extra hours need a start and an end time")
-        else:
-            _check_range(start_minute, end_minute)
-        if len(note) > 200:
-            raise InvalidBookingError("note is longer than 200 characters")
-        async with self.db.session() as s, s.begin():
-            row = AvailabilityException(
-                coach_id=self.coach_id,
-                day=day,
-                kind=kind,
-                start_minute=start_minute,
-                end_minute=end_minute,
-                note=note,
-            )
-            s.add(row)
-            await self._touch_settings(s, by)
-            await s.flush()
-            exc_id = row.id
-        log.info("booking: %s added a %s exception on %s", by or "someone", kind, day)
-        return DayException(day, kind, start_minute, end_minute, note, exc_id)
-
-    async def remove_exception(self, exception_id: int, *, by: str = "") -> None:
-        async with self.db.session() as s, s.begin():
-            result = await s.execute(
-                delete(AvailabilityException).where(
-                    AvailabilityException.id == exception_id,
-                    AvailabilityException.coach_id == self.coach_id,
-                )
-            )
-            if _rowcount(result) == 0:
-                raise BookingNotFoundError(f"availability exception {exception_id} does not exist")
-            await self._touch_settings(s, by)
-
-    async def update_settings(
-        self,
-        *,
-        slot_minutes: int | None = None,
-        horizon_days: int | None = None,
-        min_notice_minutes: int | None = None,
-        by: str = "",
-    ) -> Availability:
-        if slot_minutes is not None and not (10 <= slot_minutes <= 240 and 1440 % slot_minutes == 0):
-            raise InvalidBookingError("slot length must be 10 to 240 minutes and divide a day evenly")
-        if horizon_days is not None and not 1 <= horizon_days <= 365:
-            raise InvalidBookingError("the booking horizon must be 1 to 365 days")
-        if min_notice_minutes is not None and not 0 <= min_notice_minutes <= 7 * 24 * 60:
-            raise InvalidBookingError("the minimum notice must be 0 to 10080 minutes")
-        async with self.db.session() as s, s.begin():
-            cfg = await self._touch_settings(s, by)
-            if slot_minutes is not None:
-                cfg.slot_minutes = slot_minutes
-            if horizon_days is not None:
-                cfg.horizon_days = horizon_days
-            if min_notice_minutes is not None:
-                cfg.min_notice_minutes = min_notice_minutes
-        return await self.availability()
-
-    async def _touch_settings(self, s: AsyncSession, by: str) -> BookingSettings:
-        cfg = await s.get(BookingSettings, self.coach_id)
-        if cfg is None:
-            d = Availability()
-            cfg = BookingSettings(
-                coach_id=self.coach_id,
-                slot_minutes=d.slot_minutes,
-                timezone=d.timezone,
-                horizon_days=d.horizon_days,
-                min_notice_minutes=d.min_notice_minutes,
-            )
-            s.add(cfg)
-        cfg.updated_at = self.now()
-        cfg.updated_by = by
-        return cfg
 
     # --- slots --------------------------------------------------------------------------------
 
@@ -397,9 +246,14 @@ class BookingService:
         channel: str = "web",
         idempotency_key: str | None = None,
         client_key: str | None = None,
+        topic: str | None = None,
     ) -> BookResult:
-        """``client_key`` names who asks ("ip:1.2.3.4", "line:U123") for :class:`BookingLimits`."""
+        """``client_key`` names who asks ("ip:1.2.3.4", "line:U123") for :class:`BookingLimits`;
+        ``topic``: what the consultation is about (at most 200 characters; blank = none)."""
         clean_name, clean_contact = parse_name(name), parse_contact(contact)
+        clean_topic = " ".join((topic or "").split()) or None
+        if clean_topic is not None and len(clean_topic) > 200:
+            raise InvalidBookingError("the topic is longer than 200 characters")
         start = _slot_start_utc(slot_start, self.now())
         digest = _request_hash("book", self.coach_id, start, clean_name, clean_contact, user_id)
         if idempotency_key is not None:
@@ -422,6 +276,7 @@ class BookingService:
             idempotency_key=idempotency_key,
             request_hash=digest if idempotency_key is not None else None,
             client_key=client_key,
+            topic=clean_topic,
             created_at=now,
             updated_at=now,
         )
@@ -568,6 +423,7 @@ class BookingService:
         conversation_id: str | None = None,
         origin_ids: Sequence[str] = (),
         upcoming_only: bool = True,
+        past_only: bool = False,
         active_only: bool = False,
         everyone: bool = False,
     ) -> list[BookingView]:
@@ -587,6 +443,8 @@ class BookingService:
             q = q.where(or_(*who))
         if upcoming_only:
             q = q.where(Booking.slot_end > self.now())
+        if past_only:
+            q = q.where(Booking.slot_end <= self.now())
         if active_only:
             q = q.where(Booking.status == "active")
         async with self.db.session() as s:
@@ -651,6 +509,7 @@ class BookingService:
             origin_id=old.origin_id,
             rescheduled_from=old.id,
             client_key=old.client_key,
+            topic=old.topic,
             created_at=now,
             updated_at=now,
         )
@@ -703,6 +562,44 @@ class BookingService:
 
     async def calendar(self, view: BookingView, *, url: str | None = None) -> bytes:
         av = await self.availability()
+        return ics.render(await self._event(view, av, url=url))
+
+    async def day_calendar(self, day: date, *, url: str | None = None) -> bytes:
+        """The active bookings of one local day as one VCALENDAR (the coach's day in a calendar app);
+        BookingNotFoundError when there are none, since a calendar must hold an event."""
+        today = local_today(await self.availability(), self.now())
+        if abs((day - today).days) > MAX_START_OFFSET_DAYS:
+            raise InvalidBookingError(
+                f"the day must be within {MAX_START_OFFSET_DAYS} days of today ({today})"
+            )
+        views = await self.day_bookings(day)
+        if not views:
+            raise BookingNotFoundError(f"there are no active bookings on {day.isoformat()}")
+        av = await self.availability()
+        events = [await self._event(v, av, url=url) for v in views]
+        return ics.render_calendar(events, prodid="-//CareerWise//Coach day//ZH-TW")
+
+    async def day_bookings(self, day: date) -> list[BookingView]:
+        """Active bookings whose slot starts on ``day`` in the coach's time zone, in time order."""
+        av = await self.availability()
+        lo = local_instant(day, 0, av.tz)
+        hi = local_instant(day + timedelta(days=1), 0, av.tz)
+        async with self.db.session() as s:
+            rows = (
+                await s.scalars(
+                    select(Booking)
+                    .where(
+                        Booking.coach_id == self.coach_id,
+                        Booking.status == "active",
+                        Booking.slot_start >= lo,
+                        Booking.slot_start < hi,
+                    )
+                    .order_by(Booking.slot_start)
+                )
+            ).all()
+        return [BookingView.of(r) for r in rows]
+
+    async def _event(self, view: BookingView, av: Availability, *, url: str | None) -> ics.CalendarEvent:
         async with self.db.session() as s:
             sequence = await s.scalar(
                 select(func.count())
@@ -710,7 +607,8 @@ class BookingService:
                 .where(Booking.origin_id == view.origin_id, Booking.created_at < view.created_at)
             )
         label = slot_label(view.slot_start, view.slot_end, av.tz, zh=True)
-        event = ics.CalendarEvent(
+        topic = f"\n主題 Topic: {view.topic}" if view.topic else ""
+        return ics.CalendarEvent(
             uid=f"{view.origin_id}@careerwise",
             start=view.slot_start,
             end=view.slot_end,
@@ -718,30 +616,20 @@ class BookingService:
             summary="職涯諮詢 with Summer (CareerWise)",
             description=(
                 f"{label}\n預約人 Name: {view.name}\n聯絡方式 Contact: {view.contact.display()}\n"
-                f"預約編號 Booking: {view.id}"
+                f"預約編號 Booking: {view.id}{topic}"
             ),
             url=url,
             sequence=int(sequence or 0),
             cancelled=view.status == "cancelled",
         )
-        return ics.render(event)
 
 
 class _Stale(Exception):
     """The row changed between the read and the write (raised and caught inside reschedule)."""
 
 
-def _check_range(a: int, b: int) -> None:
-    if not (0 <= a < b <= 1440):
-        raise InvalidBookingError("hours must be a start before an end, between 00:00 and 24:00")
-
-
 def _seconds(span: timedelta) -> int:
     return max(1, math.ceil(span.total_seconds()))
-
-
-def _rowcount(result: object) -> int:
-    return int(getattr(result, "rowcount", 0) or 0)
 
 
 def _request_hash(*parts: object) -> str:

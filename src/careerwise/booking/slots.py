@@ -42,6 +42,9 @@ class Availability:
     min_notice_minutes: int = 60
     weekly: dict[int, tuple[Range, ...]] = field(default_factory=dict)  # 0 = Monday
     exceptions: tuple[DayException, ...] = ()
+    # True while ``weekly`` is the shipped default (CAREERWISE_DEFAULT_HOURS), not yet confirmed or
+    # edited by an administrator
+    hours_default: bool = False
 
     @property
     def tz(self) -> ZoneInfo:
@@ -158,3 +161,10 @@ def find_slot(av: Availability, start: datetime, *, now: datetime) -> tuple[Slot
     if local_day > last_day:
         return None, "beyond_horizon"
     return match, "ok"
+
+
+def has_hours(av: Availability, today: date) -> bool:
+    """Whether any hours are open at all: weekly hours, or extra hours on a day from ``today`` on."""
+    if any(av.weekly.get(d) for d in range(7)):
+        return True
+    return any(e.kind == "extra" and e.day >= today for e in av.exceptions)

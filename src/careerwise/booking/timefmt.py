@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import date, datetime
 from zoneinfo import ZoneInfo
 
 from careerwise.store import as_utc
@@ -29,6 +29,13 @@ def slot_label(start: datetime, end: datetime, tz: ZoneInfo, *, zh: bool) -> str
         f"{_WEEKDAY_EN[a.weekday()]} {a:%Y-%m-%d} {a:%H:%M}–{b:%H:%M} {zone_name(tz, False)} "
         f"(UTC{offset[:3]}:{offset[3:]})"
     )
+
+
+def day_label(day: date, zh: bool) -> str:
+    """``2026-12-02 (三)`` / ``Wed 2026-12-02``: a local date, as the slot labels write it."""
+    if zh:
+        return f"{day:%Y-%m-%d} ({_WEEKDAY_ZH[day.weekday()]})"
+    return f"{_WEEKDAY_EN[day.weekday()]} {day:%Y-%m-%d}"
 
 
 def hhmm(minute: int) -> str:

@@ -7,6 +7,9 @@ model output, Simplified characters and mainland vocabulary, and the time to the
 to the end. The scoring is plain string matching so that a run is cheap to repeat and to audit: a key
 point is hit when one of its accepted variants is a substring of the answer (lower case, whitespace
 removed).
+
+Questions labelled with a ``tier`` (medium or complex: the deep sets) are also scored with the deep
+checks of :mod:`careerwise.evals.deep_checks`, and summarised per tier.
 """
 
 from __future__ import annotations
@@ -15,11 +18,13 @@ import json
 import re
 import statistics
 import time
+from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from careerwise.evals import deep_checks
 from careerwise.events import (
     DeltaEvent,
     DoneEvent,
@@ -27,6 +32,7 @@ from careerwise.events import (
     Event,
     ReportEvent,
     RouteEvent,
+    SectionEvent,
     ToolCallEvent,
     ToolResultEvent,
 )
@@ -78,6 +84,14 @@ class AnswerItem:
     gold: tuple[str, ...]
     key_points: tuple[KeyPoint, ...]
     must_not: tuple[Contradiction, ...]
+    # the deep sets: the question's tier, the articles acceptable to cite, an injection's marker
+    tier: str | None = None
+    relevant: tuple[str, ...] = ()
+    injection_marker: str | None = None
+
+    @property
+    def deep(self) -> bool:
+        return self.tier in deep_checks.DEEP_TIERS
 
 
 def load_items(path: Path) -> list[AnswerItem]:
@@ -87,6 +101,9 @@ def load_items(path: Path) -> list[AnswerItem]:
             continue
         try:
             raw = json.loads(line)
+            tier = raw.get("tier")
+            if tier is not None and tier not in deep_checks.DEEP_TIERS:
+                raise ValueError(f"tier must be one of {deep_checks.DEEP_TIERS}, not {tier!r}")
             items.append(
                 AnswerItem(
                     id=str(raw["id"]),
@@ -102,6 +119,9 @@ def load_items(path: Path) -> list[AnswerItem]:
                         Contradiction(fact=str(c["fact"]), patterns=tuple(c["patterns"]))
                         for c in raw.get("must_not", [])
                     ),
+                    tier=tier,
+                    relevant=tuple(raw.get("relevant", raw.get("gold", []))),
+                    injection_marker=raw.get("injection_marker"),
                 )
             )
         except (KeyError, TypeError, ValueError) as exc:
@@ -181,6 +201,16 @@ class AnswerResult:
     error: str | None = None
     usage: dict[str, int] = field(default_factory=dict)
     answer: str = ""
+    # the deep checks (None / empty on a question without a tier): see careerwise.evals.deep_checks
+    question_tier: str | None = None
+    path: str | None = None
+    first_section_s: float | None = None
+    cited: list[str] = field(default_factory=list)
+    off_domain: list[str] = field(default_factory=list)
+    invented_statements: list[str] = field(default_factory=list)
+    duplicate_items: list[str] = field(default_factory=list)
+    duplicate_citations: list[str] = field(default_factory=list)
+    echoed_injection: list[str] = field(default_factory=list)
 
     @property
     def coverage(self) -> float | None:
@@ -208,9 +238,14 @@ async def score_events(
     detect_simplified: Callable[[str], list[str]],
 ) -> AnswerResult:
     """Read one turn's events to the end and score the answer they make."""
-    result = AnswerResult(id=item.id, lang=item.lang, covered=item.covered)
+    result = AnswerResult(id=item.id, lang=item.lang, covered=item.covered, question_tier=item.tier)
     text: list[str] = []
     sources: list[str] = []
+    tool_sources: list[str] = []
+    report: list[tuple[str, str, list[str]]] | None = None
+    streamed_sections: dict[int, tuple[str, str, list[str]]] = {}
+    first_delta_s: float | None = None
+    report_s: float | None = None
     async for event in events:
         match event:
             case RouteEvent():
@@ -222,25 +257,55 @@ async def score_events(
                     result.queries.append(str(query))
             case ToolResultEvent():
                 sources.extend(s.id for s in event.sources)
+                tool_sources.extend(s.id for s in event.sources)
             case DeltaEvent():
+                if first_delta_s is None and event.text.strip() and not event.notice:
+                    first_delta_s = time.perf_counter() - started
                 if result.first_text_s is None and event.text.strip() and not event.notice:
-                    result.first_text_s = time.perf_counter() - started
+                    result.first_text_s = first_delta_s
                 if not event.notice:
                     text.append(event.text)
-            case ReportEvent():
+            case SectionEvent():  # a deep report's first section is its first text on the page
                 if result.first_text_s is None:
                     result.first_text_s = time.perf_counter() - started
+                if result.first_section_s is None:
+                    result.first_section_s = time.perf_counter() - started
+                streamed_sections[event.index] = (event.heading, event.body, [s.id for s in event.sources])
+                sources.extend(s.id for s in event.sources)
+            case ReportEvent():
+                report_s = time.perf_counter() - started
+                if result.first_text_s is None:
+                    result.first_text_s = report_s
+                report = [(sec.heading, sec.body, [s.id for s in sec.sources]) for sec in event.sections]
                 for section in event.sections:
                     text.append(f"\n## {section.heading}\n{section.body}\n")
                     sources.extend(s.id for s in section.sources)
             case DoneEvent():
                 result.status, result.usage = event.status, dict(event.usage)
+                result.path = event.path
             case ErrorEvent():
                 result.error = f"{event.code}: {event.message}"
             case _:
                 pass  # progress, degraded and the like do not enter the answer
     result.total_s = time.perf_counter() - started
     answer = "".join(text)
+    if item.deep:
+        # The deep answer is the report's sections; the sections streamed before it when the report
+        # never came; the streamed text when the flow fell back to a plain answer.
+        shown = report if report is not None else [streamed_sections[i] for i in sorted(streamed_sections)]
+        if shown:
+            answer = "".join(f"\n## {heading}\n{body}\n" for heading, body, _ in shown)
+            result.cited = list(dict.fromkeys(i for _, _, ids in shown for i in ids))
+        else:
+            answer = "".join(text)
+            result.cited = list(dict.fromkeys(tool_sources))
+        if result.first_section_s is None:
+            result.first_section_s = first_delta_s if first_delta_s is not None else report_s
+        result.off_domain = deep_checks.off_domain_citations(result.cited, item.relevant)
+        result.duplicate_citations = deep_checks.duplicate_citations([ids for _, _, ids in shown])
+        result.invented_statements = deep_checks.invented_user_statements(answer, item.question)
+        result.duplicate_items = deep_checks.duplicate_list_items(answer)
+        result.echoed_injection = deep_checks.echoed_injection(answer, item.injection_marker)
     result.answer = answer
     result.sources = list(dict.fromkeys(sources))
     result.cited_gold = bool(set(item.gold) & set(result.sources))
@@ -297,11 +362,88 @@ def summarise(results: Sequence[AnswerResult]) -> dict[str, Any]:
             "n": len(first_a),
         },
         "total_simple_s": {"p50": _quantile(simple, 0.5), "p95": _quantile(simple, 0.95), "n": len(simple)},
+    } | ({"deep": summarise_deep(deep)} if (deep := [r for r in results if r.question_tier]) else {})
+
+
+def _timing(values: Sequence[float]) -> dict[str, float | int | None]:
+    return {"p50": _quantile(values, 0.5), "p95": _quantile(values, 0.95), "n": len(values)}
+
+
+def _deep_counts(results: Sequence[AnswerResult]) -> dict[str, Any]:
+    """The deep goals over ``results``: times, then the counts that must be 0, then the shares."""
+    covered = [r for r in results if r.covered]
+    return {
+        "questions": len(results),
+        "first_section_s": _timing([r.first_section_s for r in results if r.first_section_s is not None]),
+        "total_s": _timing([r.total_s for r in results]),
+        "invented_statements": sum(len(r.invented_statements) for r in results),
+        "off_domain_citations": sum(len(r.off_domain) for r in results),
+        "duplicate_items": sum(len(r.duplicate_items) for r in results),
+        "duplicate_citations": sum(len(r.duplicate_citations) for r in results),
+        "leaks": sum(bool(r.leaks) for r in results),
+        "simplified_answers": sum(bool(r.simplified) for r in results),
+        "mainland_answers": sum(bool(r.mainland) for r in results),
+        "echoed_injections": sum(bool(r.echoed_injection) for r in results),
+        "contradictions": sum(len(r.contradictions) for r in results),
+        "cited_gold_pct": _pct([float(r.cited_gold) for r in covered]),
+        "key_point_coverage_pct": _pct([r.coverage for r in covered if r.coverage is not None]),
+        "not_ok": sum(r.status != "ok" for r in results),
+        "paths": dict(sorted(Counter(r.path or "-" for r in results).items())),
+    }
+
+
+def summarise_deep(results: Sequence[AnswerResult]) -> dict[str, Any]:
+    """The deep questions' figures, overall and per tier (medium, complex)."""
+    return _deep_counts(results) | {
+        "tiers": {
+            tier: _deep_counts(of_tier)
+            for tier in deep_checks.DEEP_TIERS
+            if (of_tier := [r for r in results if r.question_tier == tier])
+        }
     }
 
 
 def _mark(flag: bool) -> str:
     return "y" if flag else "-"
+
+
+def format_deep_table(results: Sequence[AnswerResult], summary: dict[str, Any]) -> str:
+    """The deep questions, one line each, then the goals overall and per tier."""
+    rows = [
+        "id     tier    lang  path  gold points  inv off dupI dupC leak simp main inj  mn  section   total"
+    ]
+    for r in results:
+        if not r.question_tier:
+            continue
+        pts = f"{len(r.points_hit)}/{len(r.points_hit) + len(r.points_missed)}"
+        first = f"{r.first_section_s:7.1f}s" if r.first_section_s is not None else "      - "
+        rows.append(
+            f"{r.id:<6} {r.question_tier:<7} {r.lang:<5} {(r.path or '-')[:5]:<5} {_mark(r.cited_gold):<4} "
+            f"{pts:<7} {len(r.invented_statements):<3} {len(r.off_domain):<3} {len(r.duplicate_items):<4} "
+            f"{len(r.duplicate_citations):<4} {len(r.leaks):<4} {len(r.simplified):<4} {len(r.mainland):<4} "
+            f"{len(r.echoed_injection):<4} {len(r.contradictions):<3} {first} {r.total_s:7.1f}s"
+            + (f"  {r.status}" if r.status != "ok" else "")
+        )
+    deep = summary["deep"]
+
+    def goals(name: str, d: dict[str, Any]) -> list[str]:
+        return [
+            f"{name} ({d['questions']} questions): first section p50 {d['first_section_s']['p50']} s "
+            f"p95 {d['first_section_s']['p95']} s; whole answer p50 {d['total_s']['p50']} s "
+            f"p95 {d['total_s']['p95']} s",
+            f"  invented user statements {d['invented_statements']}, off-domain citations "
+            f"{d['off_domain_citations']}, duplicated items {d['duplicate_items']} / citations "
+            f"{d['duplicate_citations']}, answers with leaks {d['leaks']}, Simplified "
+            f"{d['simplified_answers']}, mainland wording {d['mainland_answers']}, echoed injections "
+            f"{d['echoed_injections']}, contradictions {d['contradictions']}, not ok {d['not_ok']}",
+            f"  gold cited {d['cited_gold_pct']} %, key-point coverage {d['key_point_coverage_pct']} %, "
+            f"paths {d['paths']}",
+        ]
+
+    rows += ["", *goals("deep", deep)]
+    for tier, d in deep["tiers"].items():
+        rows += goals(tier, d)
+    return "\n".join(rows) + "\n"
 
 
 def format_table(results: Sequence[AnswerResult], summary: dict[str, Any]) -> str:
@@ -332,7 +474,8 @@ def format_table(results: Sequence[AnswerResult], summary: dict[str, Any]) -> st
         f"p95 {s['first_text_a_s']['p95']} s (n={s['first_text_a_s']['n']})",
         f"whole simple answer: p50 {s['total_simple_s']['p50']} s p95 {s['total_simple_s']['p95']} s",
     ]
-    return "\n".join(rows) + "\n"
+    table = "\n".join(rows) + "\n"
+    return table + ("\n" + format_deep_table(results, s) if "deep" in s else "")
 
 
 async def fresh_process(command: Sequence[str], message: str) -> AsyncIterator[Event]:

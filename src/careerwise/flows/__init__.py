@@ -2,15 +2,12 @@
 
 from careerwise.flows.base import FlowContext, FlowRegistry, TurnState
 from careerwise.flows.greeting import greeting_flow
-from careerwise.flows.placeholder import booking_placeholder_flow, resume_placeholder_flow
 from careerwise.flows.tool_use import tool_use_flow
 
 __all__ = [
     "FlowContext",
     "FlowRegistry",
     "TurnState",
-    "booking_placeholder_flow",
     "greeting_flow",
-    "resume_placeholder_flow",
     "tool_use_flow",
 ]

@@ -15,7 +15,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import re
@@ -29,18 +28,27 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from careerwise.errors import LLMError, LLMTimeoutError, LLMUnavailableError
-from careerwise.events import DegradedEvent, Event, ProgressEvent, ReportEvent, ReportSection, Source
+from careerwise.events import (
+    DegradedEvent,
+    Event,
+    ProgressEvent,
+    ReportEvent,
+    ReportSection,
+    SectionEvent,
+    Source,
+)
 from careerwise.flows import _facts
 from careerwise.flows.base import FlowContext
 from careerwise.flows.tool_use import tool_use_flow
 from careerwise.knowledge.fence import fenced, head_line
 from careerwise.knowledge.index import Hit
+from careerwise.llm.clean import estimate_tokens
+from careerwise.llm.profile import DEFAULT_PROFILE, ProviderProfile, profile_of
 from careerwise.llm.types import ChatMessage, CompletionRequest
+from careerwise.tracing.background import DEEP_TASK_AFTER_CLOSE, count_failure
 
 log = logging.getLogger(__name__)
 
-AGENT_TEMPERATURE = 0.3  # seed 001: agents low, for stable analysis
-MERGE_TEMPERATURE = 0.5  # seed 001: the merge a little higher, still conservative
 CHAIN_TEMPERATURE = 0.5
 REFLECTION_TEMPERATURE = 0.3
 
@@ -67,24 +75,34 @@ class StepFailed(Exception):
 
 
 class Budget:
-    """The deep attempt's deadline (``deep_turn_timeout``) and each step's (``deep_step_timeout``)."""
+    """The deep attempt's deadline (``deep_turn_timeout``, the turn's ceiling) and each step's.
 
-    def __init__(self, step: float, total: float) -> None:
+    A step's deadline follows the provider's speed when its profile knows it: reading the step's prompt
+    and writing its planned output (``max_tokens``), with the profile's safety factor and floor
+    (:meth:`ProviderProfile.step_deadline`), capped by what is left of the attempt. A provider of unknown
+    speed, or a step that names no planned output, gets the fixed ``deep_step_timeout``."""
+
+    def __init__(self, step: float, total: float, profile: ProviderProfile = DEFAULT_PROFILE) -> None:
         self.step = step
+        self.profile = profile
         self.deadline = time.monotonic() + total
 
     def remaining(self) -> float:
         return self.deadline - time.monotonic()
 
-    def step_timeout(self) -> float:
+    def step_timeout(self, messages: Sequence[ChatMessage] = (), max_tokens: int = 0) -> float:
         left = self.remaining()
         if left <= 0:
             raise StepFailed("turn_deadline", "the deep answer ran out of time")
+        if self.profile.speed_known and max_tokens > 0:
+            prompt = sum(estimate_tokens(m.content) for m in messages)
+            return self.profile.step_deadline(prompt, max_tokens, ceiling=left)
         return min(self.step, left)
 
 
 def budget_for(ctx: FlowContext) -> Budget:
-    return Budget(ctx.options.deep_step_timeout, ctx.options.deep_turn_timeout)
+    """The budget of a deep attempt on ``ctx``'s provider, with its profile as it stands now."""
+    return Budget(ctx.options.deep_step_timeout, ctx.options.deep_turn_timeout, profile_of(ctx.provider))
 
 
 # --------------------------------------------------------------------------- calling the LLM
@@ -156,16 +174,19 @@ async def _attempts(
     accept: Callable[[str], object],
     note: Callable[[str], str],
     emit: Emit | None = None,
+    json_schema: dict[str, Any] | None = None,
 ) -> object:
     """Up to two attempts of one step under one step deadline. ``accept`` turns the reply into the
     result or raises ``ValueError`` (the reason goes back to the model once). With ``emit``, a heartbeat
-    reports the step as waiting every ``deep_heartbeat`` seconds while it runs."""
+    reports the step as waiting every ``deep_heartbeat`` seconds while it runs. ``json_schema``
+    constrains the reply where the provider can (a grammar on the embedded model, ``response_format``
+    on a server); ``accept`` still checks it."""
     started = time.perf_counter()
     conversation = list(messages)
     try:
         async with (
             heartbeat(emit, label, ctx.options.deep_heartbeat),
-            asyncio.timeout(budget.step_timeout()),
+            asyncio.timeout(budget.step_timeout(messages, max_tokens)),
         ):
             attempt = 0
             while True:
@@ -175,6 +196,7 @@ async def _attempts(
                     max_tokens=max_tokens,
                     temperature=temperature,
                     metadata={"purpose": label},  # names the LLM-call span (tracing/llm_calls.py)
+                    json_schema=json_schema,
                 )
                 try:
                     reply = await complete(ctx, request)
@@ -257,6 +279,7 @@ async def ask_json(
     budget: Budget,
     label: str,
     emit: Emit | None = None,
+    json_schema: dict[str, Any] | None = None,
 ) -> T:
     def accept(reply: str) -> T:
         return parse_model(model, reply)
@@ -271,6 +294,7 @@ async def ask_json(
         emit=emit,
         accept=accept,
         note=_json_note,
+        json_schema=json_schema,
     )
     assert isinstance(result, model)
     return result
@@ -357,8 +381,13 @@ async def pump(run: Callable[[Emit], Coroutine[Any, Any, None]]) -> AsyncIterato
     finally:
         if not task.done():
             task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
+            try:
                 await task
+            except asyncio.CancelledError:
+                pass  # the cancel above: the reader went away, nothing failed
+            except Exception:  # the task failed as it was stopped: nobody reads its events any more
+                log.exception("deep: the flow's task failed after its reader had gone")
+                count_failure(DEEP_TASK_AFTER_CLOSE)
 
 
 # --------------------------------------------------------------------------- situation keywords
@@ -639,6 +668,10 @@ LINES = {
         "知識庫搜尋失敗，無法做深度分析，改用一般回答。",
         "The knowledge search failed, so there is no in-depth analysis; a regular answer follows.",
     ),
+    "excerpts_search_failed": (
+        "語言模型無法連線，知識庫搜尋也失敗了，無法提供相關段落。",
+        "The language model is unreachable and the knowledge search failed too, so no passages can be shown.",
+    ),
     "deep_knowledge_unavailable": (
         "知識庫目前無法使用，無法做深度分析，改用一般回答。",
         "The knowledge base is unavailable, so there is no in-depth analysis; a regular answer follows.",
@@ -685,6 +718,8 @@ async def excerpts(ctx: FlowContext, hits: Sequence[Hit], error: Exception) -> A
             found = (await ctx.kb.search(ctx.message, top_k=EXCERPTS, candidates=12)).hits[:EXCERPTS]
         except Exception:
             log.exception("deep: the excerpt search failed")
+            # an event, so the trace and careerwise_retrieval_failures_total{kind="search_failed"} show it
+            yield degraded("excerpts_search_failed", ctx.zh)
     best: dict[int, Hit] = {}
     for h in sorted(found, key=lambda h: h.score, reverse=True):
         best.setdefault(h.chunk.id, h)
@@ -733,3 +768,14 @@ class Outcome:
     done: bool = False
     failure: StepFailed | None = None
     hits: list[Hit] | None = None
+
+
+def section_events(report: ReportEvent) -> list[SectionEvent]:
+    """The report's sections as ``section`` events, in report order (decision 0016): the full design
+    sends them when its report is complete, just before the ``report`` event that repeats them."""
+    return [
+        SectionEvent(
+            index=i, heading=s.heading, body=s.body, risk_level=s.risk_level, sources=list(s.sources)
+        )
+        for i, s in enumerate(report.sections)
+    ]

@@ -273,6 +273,62 @@ def titles(text: str) -> set[str]:
     return {m.strip() for m in _TITLE.findall(unicodedata.normalize("NFKC", text)) if m.strip()}
 
 
+# Common terms, acronyms and job titles that are vocabulary, not facts: the fact check does not ask a source
+# for them (「UI/UX 設計」, "AI tools", "HR interview", "set OKRs"). Only generic words belong here, never a
+# company, a product, a course or a certificate: those are claims a source must contain. The user's own
+# words are allowed as well, because the callers put the user's messages among the sources.
+COMMON_TERMS = frozenset(
+    {
+        "ai",
+        "api",
+        "app",
+        "b2b",
+        "b2c",
+        "ba",
+        "bd",
+        "ceo",
+        "cfo",
+        "cto",
+        "cv",
+        "ui",
+        "ux",
+        "hr",
+        "pm",
+        "po",
+        "qa",
+        "it",
+        "kpi",
+        "kpis",
+        "okr",
+        "okrs",
+        "roi",
+        "sql",
+        "seo",
+        "sop",
+        "star",
+        "offer",
+        "email",
+        "online",
+        "side",
+        "project",
+        "portfolio",
+        "resume",
+        "mba",
+        "saas",
+        "ok",
+        "vs",
+        "q&a",
+        "1on1",
+        "1-on-1",
+        "one-on-one",
+        "wfh",
+        "remote",
+        "data",
+        "coding",
+    }
+)
+
+
 @dataclass(frozen=True)
 class Known:
     """What a set of sources contains, read once: their numbers, Latin words and (normalised) text."""
@@ -291,12 +347,13 @@ def known(sources: Sequence[str]) -> Known:
 
 
 def unsupported_claim(text: str, sources: Sequence[str] | Known) -> str | None:
-    """Why ``text`` asserts a number, a name or a title that none of ``sources`` contains, or None."""
+    """Why ``text`` asserts a number, a name or a title that none of ``sources`` contains, or None.
+    Common terms and acronyms (:data:`COMMON_TERMS`: UI, UX, AI, HR, KPI, …) are vocabulary, not names."""
     pool = sources if isinstance(sources, Known) else known(sources)
     extra = sorted(numbers(text) - pool.numbers, key=lambda n: (len(n), n))
     if extra:
         return f"numbers not in its sources: {', '.join(extra)}"
-    names = sorted(named_tokens(text) - pool.latin)
+    names = sorted(named_tokens(text) - pool.latin - COMMON_TERMS)
     if names:
         return f"names not in its sources: {', '.join(names)}"
     works = sorted(t for t in titles(text) if t not in pool.text)

@@ -29,6 +29,7 @@ class FlowOptions:
     supports_tools: bool = True
     coverage_hint: bool = True  # the phase-1 prompt names the articles the message matches
     medium_flow: str = "auto"  # auto | chain | streamed: which flow answers a medium question
+    deep_design: str = "auto"  # auto | full | compact: the deep design (auto: the provider profile's rule)
     deep_step_timeout: float = 30.0
     deep_turn_timeout: float = 75.0
     deep_heartbeat: float = 10.0  # seconds between "waiting" progress events during one deep LLM step

@@ -31,7 +31,8 @@ from careerwise.booking.errors import (
     SlotTakenError,
     SlotUnavailableError,
 )
-from careerwise.booking.timefmt import slot_label
+from careerwise.booking.slots import local_today
+from careerwise.booking.timefmt import day_label, slot_label
 from careerwise.events import DeltaEvent, Event
 from careerwise.flows.base import FlowContext, FlowRegistry
 from careerwise.store import BookingDialogue, as_utc
@@ -40,6 +41,7 @@ from careerwise.store.models import new_id
 log = logging.getLogger(__name__)
 DIALOGUE_TTL = timedelta(minutes=30)
 PAGE = 5
+TOPIC_CHARS = 200
 
 _T: dict[str, tuple[str, str]] = {
     "offer": ("以下是接下來可以預約的時段（台北時間）：", "The next free consultation slots (Taipei time):"),
@@ -49,9 +51,25 @@ _T: dict[str, tuple[str, str]] = {
         'Reply with a number (e.g. "2") or a time (e.g. "12/02 14:00"); "more" for other times, '
         '"cancel" to stop.',
     ),
+    "full_until": (
+        "目前開放預約的諮詢時段（到 {until} 為止）都已經約滿了。下一個有空檔的日子是 {day}，"
+        "從 {opens} 起開放預約，到時候再跟我說「預約」。",
+        "Every consultation slot open for booking (up to {until}) is taken. The next day with a free slot "
+        'is {day}; it opens for booking on {opens}. Say "book" again then.',
+    ),
     "none_free": (
-        "目前沒有可以預約的時段，請過幾天再來看看。",
-        "There are no free slots right now; please check again in a few days.",
+        "目前一年內都沒有可以預約的諮詢時段。",
+        "There are no free consultation slots in the coming year.",
+    ),
+    "no_hours": (
+        "教練目前沒有開放諮詢預約時段，所以這裡暫時無法預約。",
+        "The coach has no consultation hours open right now, so there is nothing to book here for now.",
+    ),
+    "contact": ("想直接聯絡教練：{contact}", "To reach the coach directly: {contact}"),
+    "no_contact": (
+        "教練還沒有留下其他聯絡方式；職涯問題可以先在這裡問我，我會盡力回答。",
+        "The coach has not left another way to reach them yet; you can ask me career questions here "
+        "meanwhile.",
     ),
     "no_more": ("沒有更多時段了。", "There are no more free slots."),
     "bad_pick": (
@@ -216,7 +234,9 @@ class BookingFlow:
                 await self.service.check_limits(_client(ctx))
             except BookingLimitError as exc:
                 return _limit_text(exc, zh)
-            return await self._offer(conv, _State("pick", zh, {"mode": "book"}, new_id()), more=False)
+            # the coach sees what the person said when asking to book as the booking's topic
+            data = {"mode": "book", "topic": " ".join(ctx.message.split())[:TOPIC_CHARS]}
+            return await self._offer(conv, _State("pick", zh, data, new_id()), more=False)
         return await self._step(ctx, conv, state, message)
 
     async def _step(self, ctx: FlowContext, conv: str, state: _State, message: str) -> str:
@@ -287,7 +307,7 @@ class BookingFlow:
         if after is not None:
             slots = [s for s in slots if s.start >= after]
         if not slots:
-            return _t("no_more" if more else "none_free", state.zh)
+            return _t("no_more", state.zh) if more else await self._no_slots(state.zh)
         state.step = "pick"
         state.data["offered"] = [s.start.isoformat() for s in slots]
         if conv is not None:
@@ -295,6 +315,30 @@ class BookingFlow:
         head = _t("offer_more" if more else "offer", state.zh)
         starts = [s.start for s in slots]
         return f"{head}\n{self._numbered(starts, av, state.zh)}\n{_t('offer_hint', state.zh)}"
+
+    async def _no_slots(self, zh: bool) -> str:
+        """Nothing to offer: never a dead end. No hours at all says so; a full horizon says when the
+        next slots open; both say how to reach the coach (the configured contact line)."""
+        av = await self.service.availability()
+        if not await self.service.has_hours():
+            log.warning("booking: asked to book but no consultation hours are set")
+            head = _t("no_hours", zh)
+        else:
+            opening = await self.service.next_opening()
+            if opening is None:
+                head = _t("none_free", zh)
+            else:
+                head = _t(
+                    "full_until",
+                    zh,
+                    until=day_label(
+                        local_today(av, self.service.now()) + timedelta(days=av.horizon_days), zh
+                    ),
+                    day=day_label(opening.day, zh),
+                    opens=day_label(opening.opens_on, zh),
+                )
+        contact = self.service.contact_line
+        return head + "\n" + (_t("contact", zh, contact=contact) if contact else _t("no_contact", zh))
 
     def _numbered(self, starts: list[datetime], av: Availability, zh: bool) -> str:
         return "\n".join(f"{i}. {self._label(s, av, zh)}" for i, s in enumerate(starts, 1))
@@ -345,6 +389,7 @@ class BookingFlow:
                     channel=ctx.channel,
                     idempotency_key=self._key(conv, state),
                     client_key=_client(ctx),
+                    topic=state.data.get("topic"),
                 )
         except BookingLimitError as exc:
             await self._clear(conv)

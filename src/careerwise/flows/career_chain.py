@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from careerwise.events import Event, ProgressEvent, ReportEvent, ReportSection
-from careerwise.flows import _deep, _facts
+from careerwise.flows import _deep, _facts, report_guards
 from careerwise.flows._deep import (
     CHAIN_TEMPERATURE,
     REFLECTION_TEMPERATURE,
@@ -329,21 +329,32 @@ async def run_chain(ctx: FlowContext, budget: Budget, emit: Emit, out: Outcome) 
             )
         )
     sources = _deep.sources_of(hits)
-    emit(
-        ReportEvent(
-            title="職涯分析" if zh else "Career analysis",
-            path="chain",
-            reflection=reflection,
-            dropped_statements=len(dropped),
-            sections=[
-                ReportSection(heading=HEADINGS["background"][0 if zh else 1], body=final.background),
-                ReportSection(
-                    heading=HEADINGS["comparison"][0 if zh else 1], body=final.comparison, sources=sources
-                ),
-                ReportSection(heading=HEADINGS["advice"][0 if zh else 1], body=final.advice, sources=sources),
-            ],
-        )
+    # the report guards (invented user statements, repeated or cut-off items, wrong comparisons, one
+    # source per article) run before the sections exist as events: what streams is what the report says
+    guarded = report_guards.guard_report(
+        [
+            ReportSection(heading=HEADINGS["background"][0 if zh else 1], body=final.background),
+            ReportSection(
+                heading=HEADINGS["comparison"][0 if zh else 1], body=final.comparison, sources=sources
+            ),
+            ReportSection(heading=HEADINGS["advice"][0 if zh else 1], body=final.advice, sources=sources),
+        ],
+        user_messages=report_guards.user_messages(ctx),
+        passages=[h.chunk.text for h in hits],
+        zh=zh,
     )
+    report_guards.announce(guarded, flow="chain", emit=emit)
+    report = ReportEvent(
+        title="職涯分析" if zh else "Career analysis",
+        path="chain",
+        reflection=reflection,
+        dropped_statements=len(dropped),
+        sections=guarded.sections,
+        guards=guarded.counts,
+    )
+    for section in _deep.section_events(report):
+        emit(section)
+    emit(report)
     out.done = True
 
 

@@ -28,17 +28,21 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from careerwise.events import Event, ProgressEvent, ReportEvent, ReportSection, Source
-from careerwise.flows import _deep, _resume_context
+from careerwise.flows import _deep, _resume_context, report_guards
 from careerwise.flows._deep import Budget, Emit, StepFailed
 from careerwise.flows._resume_context import PromptResume
 from careerwise.flows.base import FlowContext
 from careerwise.flows.career_chain import chain_with_fallbacks
 from careerwise.knowledge.index import Hit
+from careerwise.llm.profile import profile_of
 from careerwise.llm.types import ChatMessage
 
 log = logging.getLogger(__name__)
 
 FACET_TOP_K = 2
+# hits fetched per facet: a hit the audience guard drops (report_guards.relevant_hits) leaves room for the
+# next relevant one, and each facet still gets its top FACET_TOP_K
+FACET_SEARCH_K = 2 * FACET_TOP_K
 AGENT_MAX_TOKENS = 500
 MERGE_MAX_TOKENS = 900
 MAX_FINDINGS = 5
@@ -396,10 +400,13 @@ def _cited_results(statements: list[tuple[str, list[Item]]]) -> list[AgentResult
 
 
 def build_report(
-    ctx: FlowContext, results: list[AgentResult], checked: Checked | None
+    ctx: FlowContext, results: list[AgentResult], checked: Checked | None, *, off_domain_hits: int = 0
 ) -> tuple[ReportEvent, list[str]]:
     """The four sections; a facet without an agent's output says so. Returns the report and notes on
-    sections filled from the findings directly (no merge, or every merge statement dropped)."""
+    sections filled from the findings directly (no merge, or every merge statement dropped), and on what
+    the report guards did. The sections are guarded (report_guards) before the report exists, so the
+    section events and the report carry the same guarded text; ``off_domain_hits``: the facet hits the
+    audience guard dropped before the agents ran."""
     zh = ctx.zh
     sections: list[ReportSection] = []
     missing: list[str] = []
@@ -433,12 +440,26 @@ def build_report(
     sections.append(
         ReportSection(heading=ACTIONS_HEADING[0] if zh else ACTIONS_HEADING[1], body=body, sources=sources)
     )
+    guarded = report_guards.guard_report(
+        sections,
+        user_messages=report_guards.user_messages(ctx),
+        # the agents' items first: what the merge cites is where a compared figure is named from
+        passages=[
+            *(t for r in ok if r.output for t in (*r.output.findings, *r.output.insights)),
+            *(h.chunk.text for r in results for h in r.hits),
+        ],
+        zh=zh,
+        earlier={report_guards.OFF_DOMAIN_HITS: off_domain_hits},
+    )
+    for guard, text in guarded.actions:
+        log.info("parallel: report guard %s: %s", guard, text)
     report = ReportEvent(
         title="職涯建議報告" if zh else "Career advice report",
         path="parallel",
-        sections=sections,
+        sections=guarded.sections,
         missing_facets=missing,
         dropped_statements=len(checked.dropped) if checked else None,
+        guards=guarded.counts,
     )
     return report, notes
 
@@ -447,9 +468,11 @@ def build_report(
 
 
 def _slots(ctx: FlowContext) -> asyncio.Semaphore:
-    """The embedded model answers one request at a time: its agents take turns, so that a deadline
-    measures an agent's own work, not its wait in the queue. Remote providers: all at once."""
-    return asyncio.Semaphore(1 if getattr(ctx.provider, "name", "") == "local" else len(FACETS))
+    """The agents run as many at a time as the provider serves at once (its profile's concurrency, at
+    most one per facet): on a provider that serves one request at a time (the embedded model, a
+    llama.cpp server) they take turns, so that a deadline measures an agent's own work, not its wait in
+    the queue, and no agent's request cuts another's off."""
+    return asyncio.Semaphore(max(1, min(profile_of(ctx.provider).concurrency, len(FACETS))))
 
 
 async def _agent(
@@ -468,7 +491,7 @@ async def _agent(
                 ctx,
                 agent_messages(ctx, r.facet, r.hits, resume),
                 AgentOutput,
-                temperature=ctx.settings.deep_agent_temperature,  # default _deep.AGENT_TEMPERATURE
+                temperature=ctx.settings.deep_agent_temperature,  # seed 001: agents low, for stable analysis
                 max_tokens=AGENT_MAX_TOKENS,
                 budget=budget,
                 label=f"agent_{key}",
@@ -530,8 +553,8 @@ async def run_parallel(ctx: FlowContext, budget: Budget, emit: Emit, out: Parall
     try:
         found = await kb.search_many(
             queries,
-            top_k=FACET_TOP_K,
-            candidates=max(ctx.settings.rerank_candidates, FACET_TOP_K),
+            top_k=FACET_SEARCH_K,
+            candidates=max(ctx.settings.rerank_candidates, FACET_SEARCH_K),
             domains=[[f.domain] for f in FACETS],
         )
     except Exception:
@@ -540,7 +563,13 @@ async def run_parallel(ctx: FlowContext, budget: Budget, emit: Emit, out: Parall
         return
     finally:
         ctx.state.timings["facet_search_ms"] = 1000 * (time.perf_counter() - t0)
-    results = [AgentResult(f, res.hits[:FACET_TOP_K]) for f, res in zip(FACETS, found, strict=True)]
+    facet_hits, off_domain = report_guards.relevant_facet_hits(
+        [res.hits for res in found], report_guards.user_messages(ctx), top_k=FACET_TOP_K
+    )
+    if off_domain:  # counted on the report (guards.off_domain_hits), named here
+        dropped = "; ".join(f"{h.chunk.document_id} ({h.chunk.domain})" for h in off_domain)
+        log.info("parallel: facet hits written for another audience: %s", dropped)
+    results = [AgentResult(f, hits) for f, hits in zip(FACETS, facet_hits, strict=True)]
     out.results = results
     out.hits = [h for r in results for h in r.hits]
     for r in results:
@@ -573,13 +602,14 @@ async def run_parallel(ctx: FlowContext, budget: Budget, emit: Emit, out: Parall
                 ChatMessage(role="user", content=merge_input(ctx, results, items)),
             ],
             MergeOutput,
-            temperature=ctx.settings.deep_merge_temperature,  # default _deep.MERGE_TEMPERATURE
+            temperature=ctx.settings.deep_merge_temperature,  # seed 001: a little higher, still conservative
             max_tokens=MERGE_MAX_TOKENS,
             budget=budget,
             label="merge",
             emit=emit,
         )
-        checked = check_statements(merge, items, ctx.message)
+        # the user's own words (this message and the earlier ones) count as a source
+        checked = check_statements(merge, items, "\n".join(report_guards.user_messages(ctx)))
         for text, why in checked.dropped:
             log.info("parallel: dropped a merge statement (%s): %s", why, text)
         if checked.dropped:
@@ -591,9 +621,13 @@ async def run_parallel(ctx: FlowContext, budget: Budget, emit: Emit, out: Parall
     except StepFailed as failure:
         log.warning("parallel: the merge failed: %s", failure)
         emit(_deep.degraded("deep_merge_failed", ctx.zh, cause=_deep.cause(failure.code, ctx.zh)))
-    report, notes = build_report(ctx, results, checked)
+    report, notes = build_report(ctx, results, checked, off_domain_hits=len(off_domain))
     for note in notes:
         emit(ProgressEvent(stage="merge", detail=note))
+    if report.guards and any(report.guards.values()):
+        emit(ProgressEvent(stage="guards", detail=report_guards.summary(report.guards)))
+    for section in _deep.section_events(report):
+        emit(section)
     emit(report)
     out.done = True
 
@@ -606,6 +640,13 @@ async def parallel_flow(ctx: FlowContext) -> AsyncIterator[Event]:
             yield event
         return
     budget = _deep.budget_for(ctx)
+    from careerwise.flows.compact import compact_flow, design_of  # compact builds on this module
+
+    if design_of(ctx.options, ctx.provider)[0] == "compact":  # the rule: llm/profile.py, decision 0016
+        ctx.state.path = "compact"
+        async for event in compact_flow(ctx, budget):
+            yield event
+        return
     out = ParallelOutcome()
 
     async def run(emit: Emit) -> None:

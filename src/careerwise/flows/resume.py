@@ -13,16 +13,24 @@ from collections.abc import AsyncIterator
 from careerwise.events import DeltaEvent, Event
 from careerwise.flows.base import Flow, FlowContext
 from careerwise.resume.extract import clean_text
-from careerwise.resume.prompts import HOW_TO
+from careerwise.resume.prompts import HOW_TO, HOW_TO_PARTIAL
 from careerwise.resume.service import ResumeService, prepare, target_role_in
 from careerwise.resume.store import Owner
-from careerwise.resume.structure import looks_like_resume
+from careerwise.resume.structure import label, looks_like_resume, missing_for_review
 
 
 def how_to(ctx: FlowContext, service: ResumeService) -> str:
+    """How to paste or upload a resume; when the message holds part of one (a section or two), first
+    why it was not reviewed: which sections are missing."""
     text = HOW_TO[0] if ctx.zh else HOW_TO[1]
     max_mb = service.limits.max_bytes / 1024 / 1024
-    return text.format(max_mb=f"{max_mb:g}", pages=service.limits.max_pages)
+    answer = text.format(max_mb=f"{max_mb:g}", pages=service.limits.max_pages)
+    missing = missing_for_review(ctx.message)
+    if len(missing) < 4:  # some section is there: say what is not
+        names = [label(k, ctx.zh) for k in missing]
+        reason = HOW_TO_PARTIAL[0 if ctx.zh else 1].format(missing=("、" if ctx.zh else ", ").join(names))
+        answer = f"{reason}\n\n{answer}"
+    return answer
 
 
 def owner_of(ctx: FlowContext) -> Owner | None:

@@ -33,6 +33,7 @@ import logging
 import os
 import tempfile
 import threading
+import time
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,7 +44,7 @@ import numpy as np
 from careerwise.errors import LLMError, LLMUnavailableError
 from careerwise.llm.grammar import call_or_text
 from careerwise.llm.prefix_store import PrefixStore
-from careerwise.llm.profile import SLOW_PASSAGE_BUDGET, ProviderProfile
+from careerwise.llm.profile import SLOW_PASSAGE_BUDGET, ProviderProfile, measured
 from careerwise.llm.textcalls import (
     DetectorEvent,
     ParsedToolCall,
@@ -387,9 +388,10 @@ def _model_params(*, repack_weights: bool) -> Iterator[None]:
             low_level.llama_model_default_params = default
 
 
-# the embedded model on a CPU: tool calls written as text, a few hundred tokens of passages, slow
+# the embedded model on a CPU: tool calls written as text, a few hundred tokens of passages, slow, one
+# request at a time; its speeds are measured from its own calls (LocalProvider._measure)
 LOCAL_PROFILE = ProviderProfile(
-    tool_calling="constrained", passage_budget_tokens=SLOW_PASSAGE_BUDGET, slow=True
+    tool_calling="constrained", passage_budget_tokens=SLOW_PASSAGE_BUDGET, slow=True, concurrency=1
 )
 
 # Qwen2.5 recommended sampling (generation_config.json); temperature comes from the request.
@@ -405,6 +407,11 @@ class _Done:
 class _GenResult:
     finish_reason: str
     completion_tokens: int
+    # the model thread's own timing of llama.cpp's work: prompt tokens evaluated (those not already in
+    # the KV cache) and the seconds it took; the seconds the generation loop took
+    prompt_evaluated: int = 0
+    prompt_seconds: float = 0.0
+    gen_seconds: float = 0.0
 
 
 class LocalProvider:
@@ -421,14 +428,17 @@ class LocalProvider:
         profile: ProviderProfile = LOCAL_PROFILE,
         prefix_dir: Path | None = None,
         decision_temperature: float = 0.0,
+        measure_speed: bool = True,
     ) -> None:
         """``prefix_dir``: where the evaluated first system turn is kept between processes
         (``prefix_store``); None keeps it only in this process's KV cache. ``decision_temperature``: the
         temperature of the first token when a grammar holds it to a call or text (0: the model's most
-        likely branch); a call keeps it to its end, text goes on at the request's temperature."""
+        likely branch); a call keeps it to its end, text goes on at the request's temperature.
+        ``measure_speed``: fold each generation's reading and writing speeds into ``profile``."""
         self.name = "local"
         self.model = Path(model_path).stem
         self.profile = profile
+        self._measure = measure_speed
         self._model_path = Path(model_path)
         self._n_ctx = n_ctx
         self._repack_weights = repack_weights
@@ -573,7 +583,7 @@ class LocalProvider:
                 prefix_len,
                 max_tokens,
                 request.temperature,
-                self._grammar([t.name for t in request.tools]) if allow_calls and self._constrain else None,
+                self._grammar_for(request, allow_calls=allow_calls),
                 stop,
                 emit,
             )
@@ -615,6 +625,14 @@ class LocalProvider:
                     if tail:
                         yield StreamChunk(text=tail)
                 finished = True
+                if self._measure:
+                    self.profile = measured(
+                        self.profile,
+                        prompt_tokens=result.prompt_evaluated,
+                        prompt_seconds=result.prompt_seconds,
+                        gen_tokens=result.completion_tokens,
+                        gen_seconds=result.gen_seconds,
+                    )
                 yield StreamChunk(
                     usage=Usage(prompt_tokens=len(prompt_tokens), completion_tokens=result.completion_tokens),
                     finish_reason="tool_calls" if tool_called else result.finish_reason,
@@ -630,6 +648,21 @@ class LocalProvider:
         convert = self._zh
         delta = call_delta(event, (lambda a: convert_args(a, convert)) if convert is not None else None)
         return StreamChunk(tool_deltas=(delta,)) if delta is not None else None
+
+    def _grammar_for(self, request: CompletionRequest, *, allow_calls: bool) -> LlamaGrammar | None:
+        """The grammar this request samples under: a call or text when tools are offered (constrained
+        profile), else the request's JSON schema as a grammar (its reply is then that JSON by
+        construction: the first token is ``{``, so the call-or-text switch never fires), else none."""
+        if allow_calls:
+            return self._grammar([t.name for t in request.tools]) if self._constrain else None
+        if request.json_schema is None:
+            return None
+        from llama_cpp.llama_grammar import LlamaGrammar
+
+        key = ("json_schema", json.dumps(request.json_schema, sort_keys=True, ensure_ascii=False))
+        if key not in self._grammars:
+            self._grammars[key] = LlamaGrammar.from_json_schema(key[1], verbose=False)
+        return self._grammars[key]
 
     def _grammar(self, names: list[str]) -> LlamaGrammar:
         from llama_cpp.llama_grammar import LlamaGrammar
@@ -668,8 +701,14 @@ class LocalProvider:
         generated = 0
         finish_reason = "length"
         try:
-            if not _prefill(llm, prompt_tokens, stop, prefix_len=prefix_len, store=self._prefix_store):
+            started = time.perf_counter()
+            counted: list[int] = []
+            if not _prefill(
+                llm, prompt_tokens, stop, prefix_len=prefix_len, store=self._prefix_store, evaluated=counted
+            ):
                 return _GenResult("stop", 0)
+            prompt_seconds = time.perf_counter() - started
+            evaluated = sum(counted)
             # with a grammar the first token is the model's choice between a call and an answer: taken at
             # the decision temperature (its most likely branch at 0), the rest at the request's
             from llama_cpp import LogitsProcessorList
@@ -682,6 +721,7 @@ class LocalProvider:
                 return scores
 
             processors = LogitsProcessorList([no_false_stop]) if masked else None
+            gen_started = time.perf_counter()
             tokens = llm.generate(
                 prompt_tokens, temp=first_temp, grammar=grammar, logits_processor=processors, **_SAMPLING
             )
@@ -708,10 +748,11 @@ class LocalProvider:
                         tokens = llm.generate([*prompt_tokens, token], temp=temperature, **_SAMPLING)
             finally:
                 tokens.close()
+            gen_seconds = time.perf_counter() - gen_started
             tail = decoder.decode(b"", final=True)
             if tail:
                 emit(tail)
-            return _GenResult(finish_reason, generated)
+            return _GenResult(finish_reason, generated, evaluated, prompt_seconds, gen_seconds)
         finally:
             emit(_Done())
 
@@ -726,6 +767,7 @@ def _prefill(
     *,
     prefix_len: int = 0,
     store: PrefixStore | None = None,
+    evaluated: list[int] | None = None,
 ) -> bool:
     """Evaluate all but the last prompt token in slices, checking ``stop`` between slices.
 
@@ -734,7 +776,8 @@ def _prefill(
     matching) and evaluates just that one. The cached prefix of the previous request is kept. With a
     ``store``, the first ``prefix_len`` tokens (the first system turn) come from its file when this
     process has not evaluated them yet, and are saved there after they are evaluated here.
-    Returns False if ``stop`` was set.
+    Returns False if ``stop`` was set. ``evaluated`` gets the count of tokens evaluated here (not those
+    found in the KV cache or loaded from the store): what a reading speed is measured on.
     """
     head = list(tokens[:-1])
     cached = llm.input_ids[: min(llm.n_tokens, len(head))]
@@ -759,6 +802,8 @@ def _prefill(
         if save_at is not None and start < save_at < end:
             end = save_at  # the state is saved with exactly the prefix evaluated
         llm.eval(head[start:end])
+        if evaluated is not None:
+            evaluated.append(end - start)
         start = end
         if save_at is not None and start == save_at and store is not None:
             store.save(llm, head[:save_at])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 import ssl
@@ -16,13 +17,37 @@ import httpx2
 import openai
 
 from careerwise.errors import LLMError, LLMTimeoutError, LLMToolsUnsupportedError, LLMUnavailableError
-from careerwise.llm.profile import DEFAULT_PROFILE, ProviderProfile
+from careerwise.llm.clean import estimate_tokens, request_text
+from careerwise.llm.profile import DEFAULT_PROFILE, ProviderProfile, measured
 from careerwise.llm.types import CompletionRequest, StreamChunk, StreamPacing, ToolCallDelta, Usage
 from careerwise.loadwatch import StreamPace
+from careerwise.tracing.background import LLM_PROFILE_PROBE, LLM_STREAM_CUT, count_failure
 
 log = logging.getLogger(__name__)
 
 _TOOL_REFUSALS = ("tool", "function")
+
+
+class StreamCutError(LLMUnavailableError):
+    """The server ended our stream without a finish reason while another of our requests had started:
+    a server that serves one request at a time and interrupts the running one for a new one (llama.cpp's
+    Python server does: it sends ``[DONE]`` early). Retryable: the call is worth making again, alone."""
+
+
+def is_llama_cpp(models: object, server_header: str) -> bool:
+    """Whether a ``GET /models`` answer comes from a llama.cpp server: the C++ ``llama-server`` names
+    itself in the ``Server`` header and lists its models as ``owned_by: "llamacpp"``; llama-cpp-python's
+    ``python -m llama_cpp.server`` lists them as ``owned_by: "me"`` with an empty ``permissions`` list."""
+    if "llama" in server_header.lower():
+        return True
+    data = models.get("data") if isinstance(models, dict) else None
+    for item in data if isinstance(data, list) else []:
+        if not isinstance(item, dict):
+            continue
+        owner = item.get("owned_by")
+        if owner == "llamacpp" or (owner == "me" and "permissions" in item):
+            return True
+    return False
 
 
 class OpenAIProvider:
@@ -38,10 +63,23 @@ class OpenAIProvider:
         http_client: Literal["aiohttp", "httpx"] = "aiohttp",
         stream_pace: float | StreamPace = 0.0,
         profile: ProviderProfile = DEFAULT_PROFILE,
+        measure_speed: bool = True,
+        detect_concurrency: bool = False,
     ) -> None:
+        """``measure_speed``: fold each call's speeds into ``profile`` (not when they are declared).
+        ``detect_concurrency``: before the first call, ask ``GET /models`` whether the server is a
+        llama.cpp server, which serves one request at a time (not when the concurrency is declared)."""
         self.name = "openai-compatible"
         self.model = model
         self.profile = profile
+        self._measure = measure_speed
+        self._detect_pending = detect_concurrency and profile.concurrency > 1
+        self._detecting: asyncio.Lock | None = None
+        # requests being streamed, and how many were started: a stream cut off while a later one had
+        # started was cut by that one (a server serving one request at a time)
+        self._inflight = 0
+        self._started = 0
+        self._idle: tuple[asyncio.AbstractEventLoop, asyncio.Event] | None = None
         self._stream_usage = stream_usage
         # a number is a fixed pace; a StreamPace may rise while the process is behind (loadwatch.py)
         pace = stream_pace if isinstance(stream_pace, StreamPace) else StreamPace(base=stream_pace)
@@ -74,9 +112,116 @@ class OpenAIProvider:
         if request.tools:
             body["tools"] = [t.to_openai() for t in request.tools]
             body["tool_choice"] = request.tool_choice
+        if request.json_schema is not None:
+            # OpenAI, llama.cpp's server and vLLM constrain the reply to the schema; the caller still
+            # validates the reply, so a server that ignores the field costs at most a retry
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "reply", "schema": request.json_schema},
+            }
         return body
 
+    # -- concurrency -----------------------------------------------------------------------------
+
+    async def _detect(self) -> None:
+        """Once, before the first call: a llama.cpp server gets concurrency 1. A failed probe is logged
+        and counted, and tried again at the next call; the call itself goes ahead (it reports its own
+        failure if the server is down)."""
+        if not self._detect_pending:
+            return
+        if self._detecting is None:
+            self._detecting = asyncio.Lock()
+        async with self._detecting:
+            if not self._detect_pending:
+                return
+            try:
+                raw = await self._client.models.with_raw_response.list(timeout=5.0)
+                body = raw.http_response.json()
+                server = raw.http_response.headers.get("server", "")
+            except (openai.OpenAIError, httpx.HTTPError, httpx2.HTTPError, ValueError) as exc:
+                log.warning("%s: GET /models to tell the server's kind failed: %r", self.name, exc)
+                count_failure(LLM_PROFILE_PROBE)
+                return
+            self._detect_pending = False
+            if is_llama_cpp(body, server):
+                self.profile = dataclasses.replace(self.profile, concurrency=1)
+                log.info("%s: a llama.cpp server: one request at a time (concurrency 1)", self.name)
+
+    def _idle_event(self) -> asyncio.Event:
+        loop = asyncio.get_running_loop()
+        if self._idle is None or self._idle[0] is not loop:
+            self._idle = (loop, asyncio.Event())
+            if self._inflight == 0:
+                self._idle[1].set()
+        return self._idle[1]
+
+    async def _enter(self) -> int:
+        """Wait for a turn (a provider of concurrency 1 runs one request at a time, counting those
+        started before it was found to be so) and register the request; returns its sequence number."""
+        while self.profile.concurrency <= 1 and self._inflight > 0:
+            idle = self._idle_event()
+            idle.clear()
+            await idle.wait()
+        self._inflight += 1
+        self._started += 1
+        return self._started
+
+    def _leave(self) -> None:
+        self._inflight -= 1
+        if self._inflight == 0 and self._idle is not None:
+            self._idle[1].set()
+
+    def _stream_cut(self) -> None:
+        """A stream was cut off by a later request: from now on one request at a time."""
+        count_failure(LLM_STREAM_CUT)
+        was = self.profile.concurrency
+        self.profile = dataclasses.replace(
+            self.profile, concurrency=1, stream_cuts=self.profile.stream_cuts + 1
+        )
+        log.warning(
+            "%s: the server cut a stream off when another request started; concurrency %d -> 1",
+            self.name,
+            was,
+        )
+
     async def stream(self, request: CompletionRequest) -> AsyncIterator[StreamChunk]:
+        """One call, at most :attr:`ProviderProfile.concurrency` at a time once the server is known to
+        serve one at a time. A call cut off by another (:class:`StreamCutError`) is made once more,
+        alone, when it had shown nothing yet; a cut after text was passed on is raised (retryable: a
+        deep step makes its call again, ``flows/_deep.py``)."""
+        await self._detect()
+        for attempt in (1, 2):
+            passed_on = False
+            seq = await self._enter()
+            try:
+                async for chunk in self._stream_once(request, seq):
+                    passed_on = True
+                    yield chunk
+                return
+            except StreamCutError:
+                if passed_on or attempt == 2:
+                    raise
+                log.warning("%s: retrying the cut call alone", self.name)
+            finally:
+                self._leave()
+
+    def _measured(self, request: CompletionRequest, timing: _Timing) -> None:
+        if not self._measure or timing.first is None or timing.last is None:
+            return
+        usage = timing.usage
+        prompt = (
+            usage.prompt_tokens if usage and usage.prompt_tokens else estimate_tokens(request_text(request))
+        )
+        written = usage.completion_tokens if usage and usage.completion_tokens else timing.pieces
+        self.profile = measured(
+            self.profile,
+            prompt_tokens=prompt,
+            prompt_seconds=timing.first - timing.sent,
+            gen_tokens=max(0, written - 1),  # the first token's time is in the prompt's
+            gen_seconds=timing.last - timing.first,
+        )
+
+    async def _stream_once(self, request: CompletionRequest, seq: int) -> AsyncIterator[StreamChunk]:
         """The request goes through the official SDK (its auth, headers, status errors, timeouts); the
         streamed body is read as raw bytes and parsed here, one ``json.loads`` a chunk. The SDK's own
         stream builds a pydantic model for every chunk, the largest share of a streamed turn's CPU in
@@ -96,6 +241,7 @@ class OpenAIProvider:
         reader = _BodyReader(self.name, cap=max(16_000, request.max_tokens * 16))
         pace = self._pace
         pacing = request.pacing if pace is not None else None
+        timing = _Timing(sent=asyncio.get_running_loop().time())
         try:
             # The body is plain JSON already: as ``extra_body`` the SDK sends it as it is instead of walking
             # it through its typed-parameter transform (about 0.7 ms of loop CPU a call, the same JSON;
@@ -107,6 +253,7 @@ class OpenAIProvider:
                 async for data in response.http_response.aiter_bytes():
                     read_at = loop.time()
                     chunks, error = reader.parse(data)
+                    timing.saw(chunks, read_at)
                     for k, chunk in enumerate(chunks):
                         if pacing is not None and pacing.active:  # may turn on while we yield
                             for merged in merge_text(chunks[k:]):
@@ -129,7 +276,13 @@ class OpenAIProvider:
             if not reader.finished:
                 # every OpenAI-compatible server ends a complete answer with a finish_reason; a stream that
                 # stops without one was cut off, and showing it as a complete answer would hide that
+                if self._started > seq:
+                    self._stream_cut()
+                    raise StreamCutError(
+                        f"{self.name}: the server cut the stream off when another request started"
+                    )
                 raise LLMUnavailableError(f"{self.name}: the stream ended without a finish reason (cut off)")
+            self._measured(request, timing)
         except json.JSONDecodeError as exc:
             log.warning("%s: a malformed chunk in the stream: %s", self.name, exc)
             raise LLMUnavailableError(f"{self.name}: a malformed chunk in the stream: {exc}") from exc
@@ -151,6 +304,28 @@ class OpenAIProvider:
         ) as exc:
             # a reset mid-stream surfaces as a raw HTTP error
             raise LLMUnavailableError(f"{self.name}: stream broke: {exc!r}") from exc
+
+
+@dataclasses.dataclass
+class _Timing:
+    """When a call was sent, when its first and last pieces of output arrived, how many pieces (a
+    llama.cpp server sends a token a chunk) and the usage the server reported, if any."""
+
+    sent: float
+    first: float | None = None
+    last: float | None = None
+    pieces: int = 0
+    usage: Usage | None = None
+
+    def saw(self, chunks: Sequence[StreamChunk], at: float) -> None:
+        for chunk in chunks:
+            if chunk.usage is not None:
+                self.usage = chunk.usage
+            if chunk.text or chunk.tool_deltas:
+                self.pieces += 1
+                if self.first is None:
+                    self.first = at
+                self.last = at
 
 
 # The SDK's aiohttp transport reads at most this much at a time; a read this long left more behind.

@@ -103,6 +103,10 @@ class CompletionRequest:
     metadata: dict[str, str] = field(default_factory=dict)
     # None: the text is not streamed to a user (routing, agents, merges), so nothing is ever paced
     pacing: StreamPacing | None = field(default=None, compare=False, repr=False)
+    # The reply must be one JSON value following this JSON schema. The embedded model samples under a
+    # grammar built from it, so its reply follows it by construction; an OpenAI-compatible server gets it
+    # as ``response_format`` (json_schema). None: free text (every existing caller).
+    json_schema: dict[str, Any] | None = field(default=None, compare=False, repr=False)
 
 
 class LLMProvider(Protocol):

@@ -1,14 +1,18 @@
 """The resume review chain: structure, score against Summer's advice, rewrite the weakest lines.
 
-1. **Structure** — the model maps the numbered (contact-masked) lines to sections as strict JSON, checked by
-   Pydantic (one retry with the error). If that fails, headings decide (``resume_structure_fallback``).
+1. **Structure** — headings (on their own line or sharing it, ``Skills: …``) or, without them, each
+   line's content cues; only when those find fewer than two sections besides the contact block does the
+   model label the resume's numbered blocks (JSON constrained by a schema). If that fails, the cues stand
+   (``resume_structure_fallback``).
 2. **Score** — Summer's resume articles are searched (one batched call, domain ``resume``) and the model
-   scores each section 1–5 on quantified achievements, relevance to the target role, wording and length,
-   citing the passages. If that fails, rules score (``resume_scoring_fallback``); the contact block is
-   always scored by rules, on completeness.
-3. **Rewrite** — the weakest lines (the model's pick, else the rules') are rewritten: original → rewrite →
-   why. A rewrite that invents a figure or names something the resume does not is dropped; if the step
-   fails, the weakest lines are listed without rewrites (``resume_rewrites_failed``).
+   judges each section's relevance and wording with a comment citing the passages, in JSON constrained by
+   a schema (one object per section, in order, scores 1–5); rules count ``quantified`` and ``length``. If
+   the model fails, rules score everything (``resume_scoring_fallback``); the contact block is always
+   scored by rules, on completeness. A resume without one quantified achievement is capped.
+3. **Rewrite** — the weakest lines (picked by rules) are rewritten by the model, one JSON item per line in
+   order. A figure the line does not state becomes ``[X]``; a rewrite that still invents one or names
+   something the resume does not is replaced by the rules' template, as is every line when the step fails
+   (``resume_rewrites_failed``). So every review shows rewrites of its weakest lines.
 
 The answer is one :class:`ReportEvent` (``path="resume"``), with a 「與上一版比較」 section when an earlier
 review of the same owner exists. Every step runs under the deep answers' deadlines
@@ -29,28 +33,47 @@ from careerwise.flows.base import FlowContext
 from careerwise.knowledge.index import Hit
 from careerwise.llm.types import ChatMessage
 from careerwise.resume import prompts as P
+from careerwise.resume.ask import ask_schema
 from careerwise.resume.contact import ContactSummary
-from careerwise.resume.report import PreviousReview, Rewrite, build_report
+from careerwise.resume.report import PreviousReview, build_report
 from careerwise.resume.scoring import (
+    NO_NUMBERS_OVERALL,
+    Rewrite,
     RewritesOutput,
     ScoringOutput,
     SectionScore,
-    rewritable_lines,
+    has_quantified_achievement,
+    merge_scores,
+    penalise_no_numbers,
+    placeholder_figures,
     rewrite_problem,
     rewrites_model,
+    rewrites_schema,
     rule_score,
     scoring_model,
+    scoring_schema,
+    template_rewrite,
     weakest_lines,
+    with_result_placeholder,
 )
-from careerwise.resume.structure import ResumeStructure, by_headings, from_layout, layout_model, numbered
+from careerwise.resume.structure import (
+    ResumeStructure,
+    blocks,
+    confident,
+    detect_sections,
+    from_labels,
+    labels_model,
+    labels_schema,
+    numbered_blocks,
+)
 
 log = logging.getLogger(__name__)
 
-STRUCTURE_MAX_TOKENS = 300
-SCORING_MAX_TOKENS = 900
+STRUCTURE_MAX_TOKENS = 200
+SCORING_MAX_TOKENS = 700
 REWRITE_MAX_TOKENS = 700
 TEMPERATURE = 0.3
-PASSAGES_PER_QUERY = 2
+PASSAGES_PER_QUERY = 1
 MAX_REWRITES = 3
 
 
@@ -72,15 +95,14 @@ class ReviewResult:
     hits: list[Hit] = field(default_factory=list)
     report: ReportEvent | None = None
     degraded: list[str] = field(default_factory=list)
+    unquantified: bool = False  # no quantified achievement anywhere: the overall is capped
 
     @property
     def overall(self) -> float:
         if not self.scores:
             return 0.0
-        return round(sum(s.score for s in self.scores.values()) / len(self.scores), 1)
-
-    def score_map(self) -> dict[str, int]:
-        return {k: s.score for k, s in self.scores.items()}
+        mean = round(sum(s.score for s in self.scores.values()) / len(self.scores), 1)
+        return min(mean, NO_NUMBERS_OVERALL) if self.unquantified else mean
 
 
 def _degraded(result: ReviewResult, emit: Emit, reason: str, zh: bool, **values: str) -> None:
@@ -92,32 +114,39 @@ def _degraded(result: ReviewResult, emit: Emit, reason: str, zh: bool, **values:
 async def _structure(
     ctx: FlowContext, req: ReviewRequest, budget: Budget, emit: Emit, result: ReviewResult
 ) -> ResumeStructure:
+    """Headings or content cues; the model labels the blocks only when those find too little."""
+    found = detect_sections(req.text)
+    if confident(found):
+        return found
     emit(ProgressEvent(stage="chain_step", detail="resume: structure"))
     lines = req.text.split("\n")
+    runs = blocks(lines)
     try:
-        layout = await _deep.ask_json(
+        labels = await ask_schema(
             ctx,
             [
                 ChatMessage(role="system", content=P.STRUCTURE_ZH if req.zh else P.STRUCTURE_EN),
-                ChatMessage(role="user", content=numbered(lines)),
+                ChatMessage(role="user", content=numbered_blocks(lines, runs)),
             ],
-            layout_model(len(lines)),
+            labels_model(len(runs)),
+            labels_schema(len(runs)),
             temperature=TEMPERATURE,
             max_tokens=STRUCTURE_MAX_TOKENS,
             budget=budget,
             label="resume_structure",
             emit=emit,
         )
-        structure = from_layout(req.text, layout)
+        structure = from_labels(req.text, runs, labels)
         if not structure.present():
-            raise StepFailed("empty", "the layout covers no text")
+            raise StepFailed("empty", "the labels cover no text")
         return structure
-    except StepFailed as failure:
-        log.warning("resume: the structure step failed (%s); using the headings", failure)
-        _degraded(result, emit, "resume_structure_fallback", req.zh, cause=_deep.cause(failure.code, req.zh))
-        if failure.unreachable:
+    except (StepFailed, ValueError) as failure:
+        log.warning("resume: the structure step failed (%s); using the headings and content cues", failure)
+        code = failure.code if isinstance(failure, StepFailed) else "invalid_json"
+        _degraded(result, emit, "resume_structure_fallback", req.zh, cause=_deep.cause(code, req.zh))
+        if isinstance(failure, StepFailed) and failure.unreachable:
             raise
-        return by_headings(req.text)
+        return found
 
 
 async def _search(ctx: FlowContext, req: ReviewRequest, emit: Emit, result: ReviewResult) -> list[Hit]:
@@ -151,11 +180,7 @@ async def _search(ctx: FlowContext, req: ReviewRequest, emit: Emit, result: Revi
 
 
 def _sections_input(structure: ResumeStructure, kinds: list[str]) -> str:
-    blocks = []
-    for kind in kinds:
-        rows = [f"L{i + 1}: {structure.lines[i]}" for i in structure.sections.get(kind, [])]
-        blocks.append(f"[{kind}]\n" + "\n".join(r for r in rows if r.split(": ", 1)[1].strip()))
-    return "\n\n".join(blocks)
+    return "\n\n".join(f"[{kind}]\n{structure.text(kind)}" for kind in kinds)
 
 
 def _role_line(req: ReviewRequest) -> str:
@@ -170,6 +195,11 @@ def _role_line(req: ReviewRequest) -> str:
     )
 
 
+def _rule_scores(req: ReviewRequest, structure: ResumeStructure) -> dict[str, SectionScore]:
+    kinds = [*structure.present(), *(["contact"] if "contact" not in structure.present() else [])]
+    return {k: rule_score(k, structure.text(k), role=req.target_role, contact=req.contact) for k in kinds}
+
+
 async def _score(
     ctx: FlowContext,
     req: ReviewRequest,
@@ -178,22 +208,15 @@ async def _score(
     budget: Budget,
     emit: Emit,
     result: ReviewResult,
-) -> list[int]:
-    """Fills ``result.scores``; returns the weakest lines (0-based) the model named."""
+) -> None:
+    """Fills ``result.scores``: the rules' counts, the model's judgement where it gave one."""
+    result.scores = _rule_scores(req, structure)
     kinds = [k for k in structure.present() if k != "contact"]
-    scores = {
-        k: rule_score(k, structure.text(k), role=req.target_role, contact=req.contact)
-        for k in structure.present()
-    }
-    if "contact" not in scores:
-        scores["contact"] = rule_score("contact", "", role=None, contact=req.contact)
-    result.scores = {k: scores[k] for k in (*structure.present(), "contact") if k in scores}
     if not kinds:
-        return []
+        return
     emit(ProgressEvent(stage="chain_step", detail=f"resume: scoring {', '.join(kinds)}"))
-    model = scoring_model(kinds, rewritable_lines(structure))
     try:
-        scored: ScoringOutput = await _deep.ask_json(
+        scored: ScoringOutput = await ask_schema(
             ctx,
             [
                 ChatMessage(role="system", content=P.SCORING_ZH if req.zh else P.SCORING_EN),
@@ -203,7 +226,8 @@ async def _score(
                     + _sections_input(structure, kinds),
                 ),
             ],
-            model,
+            scoring_model(kinds, role=bool(req.target_role)),
+            scoring_schema(kinds, role=bool(req.target_role)),
             temperature=TEMPERATURE,
             max_tokens=SCORING_MAX_TOKENS,
             budget=budget,
@@ -213,14 +237,25 @@ async def _score(
     except StepFailed as failure:
         log.warning("resume: the scoring step failed (%s); scoring by rules", failure)
         _degraded(result, emit, "resume_scoring_fallback", req.zh, cause=_deep.cause(failure.code, req.zh))
-        if failure.unreachable:
-            raise
-        return []
+        raise
     for s in scored.sections:
         if s.section in kinds:
-            result.scores[s.section] = s.model_copy(update={"completeness": None})
+            result.scores[s.section] = merge_scores(s, result.scores[s.section])
     result.scoring_source = "llm"
-    return [int(i[1:]) - 1 for i in dict.fromkeys(scored.weakest)]
+
+
+def _guarded(req: ReviewRequest, original: str, rewrite: str, why: str, dropped: list[str]) -> Rewrite:
+    """The model's rewrite with its unknown figures made ``[X]``; the rules' template when it still
+    cannot be shown (the reason is kept for the log and the progress event)."""
+    hidden = with_result_placeholder(placeholder_figures(rewrite, original), req.zh)
+    problem = rewrite_problem(original, hidden, resume=req.text, role=req.target_role)
+    if problem is None:
+        # a reason that states a figure the line does not is no reason: the rules' reason instead
+        if _deep.numbers(why) - _deep.numbers(original) or why.strip() == rewrite.strip():
+            why = template_rewrite(original, req.zh).why
+        return Rewrite(original=original, rewrite=hidden, why=why)
+    dropped.append(f"{original[:40]}: {problem}")
+    return template_rewrite(original, req.zh)
 
 
 async def _rewrite(
@@ -228,26 +263,24 @@ async def _rewrite(
     req: ReviewRequest,
     structure: ResumeStructure,
     lines: list[int],
-    hits: list[Hit],
     budget: Budget,
     emit: Emit,
     result: ReviewResult,
 ) -> None:
     if not lines:
         return
+    originals = [structure.lines[i].strip() for i in lines]
     emit(ProgressEvent(stage="chain_step", detail=f"resume: rewriting {len(lines)} line(s)"))
-    asked = {f"L{i + 1}": i for i in lines}
-    body = "\n".join(f"{key}: {structure.lines[i]}" for key, i in asked.items())
+    body = "\n".join(f"{n}. {line}" for n, line in enumerate(originals, 1))
     try:
-        out: RewritesOutput = await _deep.ask_json(
+        out: RewritesOutput = await ask_schema(
             ctx,
             [
                 ChatMessage(role="system", content=P.REWRITE_ZH if req.zh else P.REWRITE_EN),
-                ChatMessage(
-                    role="user", content=f"{_role_line(req)}\n\n{P.passages_block(hits, req.zh)}\n\n{body}"
-                ),
+                ChatMessage(role="user", content=f"{_role_line(req)}\n\n{body}" if req.target_role else body),
             ],
-            rewrites_model(set(asked)),
+            rewrites_model(len(originals)),
+            rewrites_schema(len(originals)),
             temperature=TEMPERATURE,
             max_tokens=REWRITE_MAX_TOKENS,
             budget=budget,
@@ -255,28 +288,26 @@ async def _rewrite(
             emit=emit,
         )
     except StepFailed as failure:
-        log.warning("resume: the rewrite step failed (%s)", failure)
+        log.warning("resume: the rewrite step failed (%s); rule templates instead", failure)
         _degraded(result, emit, "resume_rewrites_failed", req.zh, cause=_deep.cause(failure.code, req.zh))
-        result.rewrites = [Rewrite(original=structure.lines[i].strip()) for i in lines]
+        result.rewrites = [template_rewrite(line, req.zh) for line in originals]
         return
     dropped: list[str] = []
-    for item in out.rewrites:
-        original = structure.lines[asked[item.line]].strip()
-        problem = rewrite_problem(original, item.rewrite, resume=req.text, role=req.target_role)
-        if problem is not None:
-            dropped.append(f"{item.line}: {problem}")
-            continue
-        if all(r.original != original for r in result.rewrites):
-            result.rewrites.append(Rewrite(original=original, rewrite=item.rewrite, why=item.why))
+    result.rewrites = []
+    for original, item in zip(originals, out.rewrites, strict=True):
+        if any(item.rewrite == r.rewrite for r in result.rewrites):  # one sentence for several lines
+            dropped.append(f"{original[:40]}: the same rewrite as another line")
+            result.rewrites.append(template_rewrite(original, req.zh))
+        else:
+            result.rewrites.append(_guarded(req, original, item.rewrite, item.why, dropped))
     if dropped:
-        log.info("resume: dropped rewrites: %s", "; ".join(dropped))
+        log.info("resume: rewrites replaced by templates: %s", "; ".join(dropped))
         emit(
-            ProgressEvent(stage="chain_step", detail=f"resume: dropped {len(dropped)} rewrite(s): {dropped}")
+            ProgressEvent(
+                stage="chain_step",
+                detail=f"resume: {len(dropped)} rewrite(s) replaced by a template: {dropped}",
+            )
         )
-    shown = {r.original for r in result.rewrites}
-    result.rewrites.extend(
-        Rewrite(original=structure.lines[i].strip()) for i in lines if structure.lines[i].strip() not in shown
-    )
 
 
 async def run_review(ctx: FlowContext, req: ReviewRequest, emit: Emit, result: ReviewResult) -> None:
@@ -287,26 +318,31 @@ async def run_review(ctx: FlowContext, req: ReviewRequest, emit: Emit, result: R
     try:
         structure = await _structure(ctx, req, budget, emit, result)
     except StepFailed:
-        reachable, structure = False, by_headings(req.text)
+        reachable, structure = False, detect_sections(req.text)
     result.structure = structure
     hits = await _search(ctx, req, emit, result)
     result.hits = hits
-    named: list[int] = []
     if reachable:
         try:
-            named = await _score(ctx, req, structure, hits, budget, emit, result)
-        except StepFailed:
-            reachable = False
+            await _score(ctx, req, structure, hits, budget, emit, result)
+        except StepFailed as failure:
+            reachable = not failure.unreachable
     else:
-        await _score_by_rules(req, structure, emit, result)
-    lines = named[:MAX_REWRITES] or weakest_lines(structure, limit=MAX_REWRITES)
+        result.scores = _rule_scores(req, structure)
+        _degraded(
+            result, emit, "resume_scoring_fallback", req.zh, cause=_deep.cause("llm_unavailable", req.zh)
+        )
+    result.unquantified = not has_quantified_achievement(structure)
+    if result.unquantified:
+        penalise_no_numbers(result.scores)
+    lines = weakest_lines(structure, limit=MAX_REWRITES)
     if reachable:
-        await _rewrite(ctx, req, structure, lines, hits, budget, emit, result)
+        await _rewrite(ctx, req, structure, lines, budget, emit, result)
     else:
         _degraded(
             result, emit, "resume_rewrites_failed", req.zh, cause=_deep.cause("llm_unavailable", req.zh)
         )
-        result.rewrites = [Rewrite(original=structure.lines[i].strip()) for i in lines]
+        result.rewrites = [template_rewrite(structure.lines[i], req.zh) for i in lines]
     result.report = build_report(
         structure=structure,
         scores=result.scores,
@@ -318,18 +354,9 @@ async def run_review(ctx: FlowContext, req: ReviewRequest, emit: Emit, result: R
         target_role=req.target_role,
         previous=req.previous,
         zh=req.zh,
+        unquantified=result.unquantified,
     )
     emit(result.report)
-
-
-async def _score_by_rules(
-    req: ReviewRequest, structure: ResumeStructure, emit: Emit, result: ReviewResult
-) -> None:
-    kinds = [*structure.present(), *(["contact"] if "contact" not in structure.present() else [])]
-    result.scores = {
-        k: rule_score(k, structure.text(k), role=req.target_role, contact=req.contact) for k in kinds
-    }
-    _degraded(result, emit, "resume_scoring_fallback", req.zh, cause=_deep.cause("llm_unavailable", req.zh))
 
 
 async def review_events(ctx: FlowContext, req: ReviewRequest, result: ReviewResult) -> AsyncIterator[Event]:

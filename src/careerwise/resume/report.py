@@ -9,7 +9,8 @@ from careerwise.events import ReportEvent, ReportSection
 from careerwise.flows import _deep
 from careerwise.knowledge.index import Hit
 from careerwise.resume.contact import ContactSummary
-from careerwise.resume.scoring import CRITERIA_LABELS, SectionScore
+from careerwise.resume.prompts import MISSING_ADVICE, NO_NUMBERS
+from careerwise.resume.scoring import CRITERIA_LABELS, NO_NUMBERS_CEILING, Rewrite, SectionScore
 from careerwise.resume.structure import KINDS, ResumeStructure, label
 
 COMPARISON_HEADING = ("與上一版比較", "Compared with your last version")
@@ -25,13 +26,6 @@ class PreviousReview:
     scores: dict[str, int]
     overall: float
     same_text: bool = False
-
-
-@dataclass(frozen=True)
-class Rewrite:
-    original: str
-    rewrite: str | None = None  # None: the line needs a rewrite, but none could be shown
-    why: str = ""
 
 
 def _criteria_line(score: SectionScore, zh: bool) -> str:
@@ -115,6 +109,12 @@ def _rewrites_body(rewrites: Sequence[Rewrite], zh: bool) -> str:
             blocks.append(f"- 原句：{r.original}\n  改寫：{r.rewrite}\n  原因：{r.why or '—'}")
         else:
             blocks.append(f"- Original: {r.original}\n  Rewrite: {r.rewrite}\n  Why: {r.why or '—'}")
+    if any(r.rewrite and "[X]" in r.rewrite for r in rewrites):
+        blocks.append(
+            "[X] 是你的實際數字：請自行填入，沒有就刪掉那一段。"
+            if zh
+            else "[X] stands for your real figure: fill it in, or drop that part."
+        )
     return "\n".join(blocks)
 
 
@@ -130,6 +130,7 @@ def build_report(
     target_role: str | None,
     previous: PreviousReview | None,
     zh: bool,
+    unquantified: bool = False,
 ) -> ReportEvent:
     sources = _deep.sources_of(hits)
     by_rules = scoring_source != "llm"
@@ -144,9 +145,13 @@ def build_report(
         s = scores.get(kind)
         if s is not None:
             head.append(f"- {label(kind, zh)}：{s.score}/5" if zh else f"- {label(kind, zh)}: {s.score}/5")
-    missing = [label(k, zh) for k in structure.missing() if k != "contact"]
+    if unquantified:
+        head.append(NO_NUMBERS[0 if zh else 1].format(cap=NO_NUMBERS_CEILING))
+    missing = [k for k in structure.missing() if k != "contact"]
     if missing:
-        head.append(f"缺少的段落：{'、'.join(missing)}" if zh else f"Missing sections: {', '.join(missing)}")
+        names = [label(k, zh) for k in missing]
+        head.append(f"缺少的段落：{'、'.join(names)}" if zh else f"Missing sections: {', '.join(names)}")
+        head.extend(f"- {MISSING_ADVICE[k][0 if zh else 1]}" for k in missing)
     sections = [ReportSection(heading=OVERALL_HEADING[0 if zh else 1], body="\n".join(head), sources=sources)]
     for kind in KINDS:
         s = scores.get(kind)

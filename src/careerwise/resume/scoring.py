@@ -1,22 +1,31 @@
-"""Scores (1–5) per section on four criteria, from the language model or from rules, and the checks
+"""Scores (1–5) per section on four criteria, from the language model and from rules, and the checks
 on the model's scores and rewrites.
 
 Criteria: ``quantified`` (achievements with numbers), ``relevance`` (to the target role), ``wording``
 (an action verb first, not 「負責」/"responsible for"), ``length``; the contact block is scored on
 ``completeness`` alone (the details themselves are masked before anyone reads them). A section's score is
-the rounded mean of its criteria that apply. The rules are the fallback when the model's scoring fails,
-and they pick the weakest lines when the model names none.
+the rounded mean of its criteria that apply, never above its ``ceiling``. ``quantified`` and ``length``
+are counted by rules (a figure other than a year is there or not; the length is measured); the model
+judges ``relevance`` and ``wording`` and writes the comment, in JSON constrained by :func:`scoring_schema`.
+A resume without a single quantified achievement is penalised (:func:`penalise_no_numbers`).
+
+Rewrites are the model's (JSON constrained by :func:`rewrites_schema`, one per line asked, in order) or,
+when the model gives none that passes the guard, a rule template (:func:`template_rewrite`). Neither may
+add a figure the line lacks: a missing figure is the placeholder ``[X]`` (:func:`placeholder_figures`).
 """
 
 from __future__ import annotations
 
+import itertools
 import re
+from dataclasses import dataclass
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from careerwise.flows import _deep
+from careerwise.flows import _deep, _facts
 from careerwise.resume.contact import ContactSummary
-from careerwise.resume.structure import ResumeStructure
+from careerwise.resume.structure import ResumeStructure, inline_heading, is_job_header
 
 CRITERIA = ("quantified", "relevance", "wording", "length", "completeness")
 CRITERIA_LABELS = {
@@ -26,7 +35,16 @@ CRITERIA_LABELS = {
     "length": ("長度", "length"),
     "completeness": ("完整度", "completeness"),
 }
-REWRITE_KINDS = ("experience", "summary")  # the lines worth rewriting are achievements and the pitch
+REWRITE_KINDS = ("experience", "summary")
+_CITATION = re.compile(r"〔\d+〕|\[\d+\]")
+
+
+@dataclass(frozen=True)
+class Rewrite:
+    original: str
+    rewrite: str | None = None  # None: the line needs a rewrite, but none could be shown
+    why: str = ""
+    by_rules: bool = False  # the rules' template, not the model's  # the lines worth rewriting are achievements and the pitch
 
 
 class SectionScore(BaseModel):
@@ -38,6 +56,7 @@ class SectionScore(BaseModel):
     length: int | None = Field(default=None, ge=1, le=5)
     completeness: int | None = Field(default=None, ge=1, le=5)
     comment: str = ""
+    ceiling: int | None = Field(default=None, ge=1, le=5)  # a penalty's cap on the score, not a criterion
 
     @field_validator("quantified", "relevance", "wording", "length", "completeness", mode="before")
     @classmethod
@@ -53,7 +72,9 @@ class SectionScore(BaseModel):
     def _comment(cls, v: object) -> object:
         if v is None:
             return ""
-        return "" if isinstance(v, str) and _deep.is_placeholder(v) else v
+        if isinstance(v, str) and _deep.is_placeholder(_CITATION.sub("", v)):
+            return ""  # the prompt's example (「…〔1〕」) copied, not a comment
+        return v
 
     @model_validator(mode="after")
     def _some_criterion(self) -> SectionScore:
@@ -67,27 +88,70 @@ class SectionScore(BaseModel):
     @property
     def score(self) -> int:
         values = list(self.criteria().values())
-        return max(1, min(5, int(sum(values) / len(values) + 0.5)))
+        return max(1, min(self.ceiling or 5, int(sum(values) / len(values) + 0.5)))
+
+
+MODEL_CRITERIA = {"summary": ("relevance", "wording"), "experience": ("relevance", "wording")}
+SCORE_VALUES = [1, 2, 3, 4, 5]
+COMMENT_CHARS = 120
+REWRITE_CHARS = 120
+WHY_CHARS = 60
+
+
+def model_criteria(kind: str, *, role: bool = True) -> tuple[str, ...]:
+    """What the model scores for a section: relevance (only against a target role: without one there is
+    nothing to be relevant to) and, for the pitch and the achievements, wording; quantified and length
+    are counted by rules. May be empty: the section then gets only a comment."""
+    criteria = MODEL_CRITERIA.get(kind, ("relevance",))
+    return criteria if role else tuple(c for c in criteria if c != "relevance")
+
+
+class JudgedSection(SectionScore):
+    """One section as the model judged it: its criteria (none when there is nothing for it to judge,
+    e.g. skills without a target role) and the comment; the rules' counts join it (:func:`merge_scores`)."""
+
+    @model_validator(mode="after")
+    def _some_criterion(self) -> JudgedSection:
+        return self
 
 
 class ScoringOutput(BaseModel):
-    """The model's scores: one entry per section it was shown, and the weakest lines (``L12``)."""
+    """The model's scores: one entry per section it was shown, in the order shown."""
 
     model_config = ConfigDict(extra="ignore")
-    sections: list[SectionScore] = Field(min_length=1)
-    weakest: list[str] = Field(default_factory=list)
-
-    @field_validator("weakest", mode="before")
-    @classmethod
-    def _weakest(cls, v: object) -> object:
-        if isinstance(v, list):
-            return [re.sub(r"[^\dLl]", "", str(i)).upper() for i in v if str(i).strip()]
-        return v
+    sections: list[JudgedSection] = Field(min_length=1)
 
 
-def scoring_model(expected: list[str], rewritable: set[int]) -> type[ScoringOutput]:
-    """``ScoringOutput`` that also insists on a score for every section shown and on line ids that
-    exist (so a wrong answer goes back to the model once, with the reason)."""
+def scoring_schema(kinds: list[str], *, role: bool = True) -> dict[str, Any]:
+    """The JSON schema of the scoring step's reply: exactly one object per section, in order, each
+    naming its section, its criteria as 1–5 and a short comment. A small model sampled under it cannot
+    leave a section out, name a line, or write past the comment's length."""
+    items = []
+    for kind in kinds:
+        props: dict[str, Any] = {"section": {"const": kind}}
+        props |= {c: {"enum": SCORE_VALUES} for c in model_criteria(kind, role=role)}
+        props["comment"] = {"type": "string", "maxLength": COMMENT_CHARS}
+        items.append(
+            {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}
+        )
+    return {
+        "type": "object",
+        "properties": {
+            "sections": {
+                "type": "array",
+                "prefixItems": items,
+                "minItems": len(kinds),
+                "maxItems": len(kinds),
+            }
+        },
+        "required": ["sections"],
+        "additionalProperties": False,
+    }
+
+
+def scoring_model(expected: list[str], *, role: bool = True) -> type[ScoringOutput]:
+    """``ScoringOutput`` that also insists on an entry for every section shown, with the criteria the
+    model is asked for (a remote server that ignores the schema gets the reason back once)."""
 
     class Checked(ScoringOutput):
         @model_validator(mode="after")
@@ -96,26 +160,25 @@ def scoring_model(expected: list[str], rewritable: set[int]) -> type[ScoringOutp
             missing = [k for k in expected if k not in scored]
             if missing:
                 raise ValueError(f"no score for: {', '.join(missing)}")
-            for line_id in self.weakest:
-                if not line_id.startswith("L") or not line_id[1:].isdigit():
-                    raise ValueError(f"weakest: {line_id!r} is not a line id like L12")
-                if int(line_id[1:]) - 1 not in rewritable:
-                    raise ValueError(f"weakest: {line_id} is not a line of the experience or summary")
+            for entry in self.sections:
+                unscored = [c for c in model_criteria(entry.section, role=role) if getattr(entry, c) is None]
+                if unscored:
+                    raise ValueError(f"{entry.section}: no {', '.join(unscored)}")
             return self
 
     return Checked
 
 
+def merge_scores(model: SectionScore, rules: SectionScore) -> SectionScore:
+    """The model's judgement (relevance, wording, comment) with the rules' counts (quantified, length)."""
+    judged = {c: getattr(model, c) for c in ("relevance", "wording") if getattr(model, c) is not None}
+    return rules.model_copy(update={**judged, "comment": model.comment})
+
+
 class RewriteItem(BaseModel):
     model_config = ConfigDict(extra="ignore")
-    line: str
     rewrite: str = Field(min_length=1)
     why: str = ""
-
-    @field_validator("line", mode="before")
-    @classmethod
-    def _line(cls, v: object) -> object:
-        return re.sub(r"[^\dLl]", "", str(v)).upper() if isinstance(v, str | int) else v
 
     @field_validator("rewrite", "why", mode="before")
     @classmethod
@@ -124,17 +187,38 @@ class RewriteItem(BaseModel):
 
 
 class RewritesOutput(BaseModel):
+    """One rewrite per line asked, in the order asked (the model never names a line)."""
+
     model_config = ConfigDict(extra="ignore")
     rewrites: list[RewriteItem] = Field(min_length=1)
 
 
-def rewrites_model(asked: set[str]) -> type[RewritesOutput]:
+def rewrites_schema(count: int) -> dict[str, Any]:
+    item = {
+        "type": "object",
+        "properties": {
+            "rewrite": {"type": "string", "minLength": 1, "maxLength": REWRITE_CHARS},
+            "why": {"type": "string", "maxLength": WHY_CHARS},
+        },
+        "required": ["rewrite", "why"],
+        "additionalProperties": False,
+    }
+    return {
+        "type": "object",
+        "properties": {"rewrites": {"type": "array", "items": item, "minItems": count, "maxItems": count}},
+        "required": ["rewrites"],
+        "additionalProperties": False,
+    }
+
+
+def rewrites_model(count: int) -> type[RewritesOutput]:
     class Checked(RewritesOutput):
         @model_validator(mode="after")
-        def _asked(self) -> Checked:
-            unknown = [r.line for r in self.rewrites if r.line not in asked]
-            if unknown:
-                raise ValueError(f"lines not asked for: {', '.join(unknown)}; use {', '.join(sorted(asked))}")
+        def _count(self) -> Checked:
+            if len(self.rewrites) != count:
+                raise ValueError(
+                    f"{len(self.rewrites)} rewrites for {count} lines; give exactly {count}, in order"
+                )
             return self
 
     return Checked
@@ -228,37 +312,191 @@ def rule_score(kind: str, text: str, *, role: str | None, contact: ContactSummar
 
 
 def weakest_lines(structure: ResumeStructure, *, limit: int = 3) -> list[int]:
-    """Experience and summary lines most in need of a rewrite: a weak opener first, then no number,
-    longer lines before shorter ones (they carry more to fix)."""
+    """The lines most in need of a rewrite, always some when the resume has any content: experience and
+    summary lines (else any section's but the contact block and education); a weak opener first, then no
+    number, longer lines before shorter ones (they carry more to fix)."""
+    kinds = [k for k in REWRITE_KINDS if structure.sections.get(k)] or [
+        k for k in structure.sections if k not in ("contact", "education")
+    ]
     candidates: list[tuple[int, int, int, int]] = []
-    for kind in REWRITE_KINDS:
+    for kind in kinds:
         for i in structure.sections.get(kind, []):
             line = structure.lines[i].strip()
-            if len(line) < 8:
-                continue
-            weak = bool(WEAK_OPENERS.match(line))
+            if len(line) < 8 or _DATES_ONLY.match(_YEARS.sub("", line)) or is_job_header(line):
+                continue  # a job's title and dates are facts to keep, not a line to reword
+            weak = bool(WEAK_OPENERS.match(_strip_heading(line)))
             bare = not is_quantified(line)
-            if weak or bare:
-                candidates.append((-int(weak), -int(bare), -len(line), i))
+            candidates.append((-int(weak), -int(bare), -len(line), i))
     return [i for *_, i in sorted(candidates)[:limit]]
+
+
+_DATES_ONLY = re.compile(r"^[\W_]*$")
 
 
 def rewritable_lines(structure: ResumeStructure) -> set[int]:
     return {i for k in REWRITE_KINDS for i in structure.sections.get(k, []) if structure.lines[i].strip()}
 
 
+def has_quantified_achievement(structure: ResumeStructure) -> bool:
+    """Whether any experience or summary line (any line but contact and education, without those
+    sections) states a figure other than a year."""
+    kinds = [k for k in REWRITE_KINDS if structure.text(k)] or [
+        k for k in structure.present() if k not in ("contact", "education")
+    ]
+    return any(is_quantified(line) for k in kinds for line in _content_lines(structure.text(k)))
+
+
+NO_NUMBERS_CEILING = 3
+NO_NUMBERS_OVERALL = 3.0
+
+
+def penalise_no_numbers(scores: dict[str, SectionScore]) -> None:
+    """A resume without one quantified achievement: ``quantified`` is 1 and the experience and summary
+    scores at most :data:`NO_NUMBERS_CEILING` whatever else the model or the rules found (the overall is
+    capped by the caller at :data:`NO_NUMBERS_OVERALL`)."""
+    for kind in REWRITE_KINDS:
+        if kind in scores:
+            scores[kind] = scores[kind].model_copy(update={"quantified": 1, "ceiling": NO_NUMBERS_CEILING})
+
+
+# --------------------------------------------------------------------------- rewrites: placeholders and templates
+
+PLACEHOLDER = "[X]"
+_FIGURE = re.compile(r"\d+(?:[.,]\d+)*")
+_BARE_X = re.compile(r"(?<![\w\[])(?:X|Ｘ|N)(?![\w\]])")
+
+
+def placeholder_figures(rewrite: str, original: str) -> str:
+    """``rewrite`` with every figure the original line does not state replaced by ``[X]`` (so 「提升 35%」
+    becomes 「提升 [X]%」), and a bare ``X`` written as ``[X]``: the user's achievements are theirs to
+    count."""
+    known = _deep.numbers(original) | _facts_all(original)
+
+    def keep_or_hide(m: re.Match[str]) -> str:
+        found = _deep.numbers(m.group(0)) or {m.group(0)}
+        return m.group(0) if found <= known else PLACEHOLDER
+
+    return _BARE_X.sub(PLACEHOLDER, _FIGURE.sub(keep_or_hide, rewrite))
+
+
+def _facts_all(text: str) -> set[str]:
+    return _facts.all_numbers(text)
+
+
+_HEADING_PREFIX = re.compile(r"^[^:：|｜】\]]{1,24}[:：|｜】\]]\s*")
+_OPENERS_ZH = {
+    "負責": "主責",
+    "協助": "協同",
+    "幫忙": "協同",
+    "參與": "參與",
+    "處理": "處理",
+    "從事": "從事",
+    "執行": "執行",
+    "支援": "支援",
+    "配合": "配合",
+}
+_OPENERS_EN = {
+    "responsible for": "Managed",
+    "helped": "Contributed to",
+    "assisted": "Contributed to",
+    "worked on": "Delivered",
+    "participated": "Took part",
+    "involved in": "Took part in",
+    "duties included": "Handled",
+    "tasked with": "Handled",
+    "in charge of": "Managed",
+    "supported": "Contributed to",
+}
+
+
+def _strip_heading(line: str) -> str:
+    """The content of a line whose heading shares it (``Experience: Intern at …`` → ``Intern at …``)."""
+    inline = inline_heading(line)
+    return inline[1] if inline is not None else line
+
+
+def with_result_placeholder(rewrite: str, zh: bool) -> str:
+    """A rewrite that states no result yet gets one to fill in (Summer's 動、量、果、比: a result with a
+    figure), as a placeholder: ``…，讓[成果指標]提升 [X]%`` / ``…, raising [metric] by [X]%``."""
+    if is_quantified(rewrite) or PLACEHOLDER in rewrite:
+        return rewrite
+    body = rewrite.rstrip("。.;；，, ")
+    return f"{body}，讓[成果指標]提升 [X]%" if zh else f"{body}, raising [metric] by [X]%"
+
+
+def template_rewrite(line: str, zh: bool) -> Rewrite:
+    """The rules' rewrite of a weak line: the weak opener made an action, the result and its baseline
+    asked for as placeholders. It adds no figure and no fact: the user fills in ``[X]``."""
+    body = _strip_heading(line.strip()).lstrip("-*•·▪ ").strip()
+    stripped = body.rstrip("。.;；")
+    if zh:
+        for weak, verb in _OPENERS_ZH.items():
+            if stripped.startswith(weak):
+                stripped = verb + stripped[len(weak) :]
+                break
+        tail = (
+            "（比較基準：原本為 [X]）"
+            if is_quantified(stripped)
+            else "，讓[成果指標]從 [X] 提升到 [X]（[X]%）"
+        )
+        return Rewrite(
+            original=line.strip(),
+            rewrite=f"{stripped}{tail}",
+            why="以動詞開頭、寫出成果與比較基準；[X] 請填入你的實際數字，沒有就刪掉該句。",
+            by_rules=True,
+        )
+    low = stripped.lower()
+    for weak, verb in _OPENERS_EN.items():
+        if low.startswith(weak):
+            rest = stripped[len(weak) :].lstrip(" :,-")
+            rest = re.sub(r"^(?:with|on|in|to)\s+", "", rest, flags=re.IGNORECASE)
+            stripped = f"{verb} {rest}"
+            break
+    tail = (
+        " (baseline: [X] before)" if is_quantified(stripped) else ", raising [metric] from [X] to [X] ([X]%)"
+    )
+    return Rewrite(
+        original=line.strip(),
+        rewrite=f"{stripped}{tail}",
+        why="Lead with the action and show the result against a baseline; put your real figures in "
+        "place of [X], or drop the clause.",
+        by_rules=True,
+    )
+
+
+def _plain(text: str) -> str:
+    """A line without its bullet, its inline heading, its case and its punctuation (to compare)."""
+    return re.sub(r"[\W_]+", "", _strip_heading(text.strip()).lower())
+
+
+def _units(text: str) -> set[str]:
+    """Han bigrams and Latin words of a line (what two lines about the same thing share)."""
+    han = _HAN.findall(text)
+    return {a + b for a, b in itertools.pairwise(han)} | {w.lower() for w in _LATIN.findall(text)}
+
+
+MIN_SHARED = 0.3  # of the original's words or bigrams a rewrite of it keeps
+
+
 def rewrite_problem(original: str, rewrite: str, *, resume: str, role: str | None) -> str | None:
-    """Why a rewrite cannot be shown, or None: it invents a figure (the user's achievements are theirs to
-    count; unknown figures stay ``X``), names a tool or company the resume does not, or changes nothing."""
-    if rewrite.strip() == original.strip():
+    """Why a rewrite (figures already made placeholders) cannot be shown, or None: it still states a
+    figure the line does not (a number in words), names a tool or company the resume does not, changes
+    nothing, or is not about the line (it keeps under a third of the line's words: another line or the
+    prompt copied)."""
+    if _plain(rewrite) == _plain(original):
         return "the same as the original"
+    if len(rewrite) > 3 * len(original) + 20:
+        return "longer than the line allows (lines merged)"
+    mine = _units(_strip_heading(original))
+    if mine and len(mine & _units(rewrite)) / len(mine) < MIN_SHARED:
+        return "not a rewrite of this line"
     if _deep.is_placeholder(rewrite):
         return "a template phrase"
-    invented = sorted(_deep.numbers(rewrite) - _deep.numbers(original))
+    invented = sorted(_deep.numbers(rewrite) - _deep.numbers(original) - _facts_all(original))
     if invented:
         return f"invents figures: {', '.join(invented)}"
-    known = {w.lower() for w in _LATIN.findall(f"{resume}\n{role or ''}")}
-    names = sorted(n for n in _deep.named_tokens(rewrite) if n not in known and n != "x")
+    known = {w.lower().rstrip(".") for w in _LATIN.findall(f"{resume}\n{role or ''}")}
+    names = sorted(n for n in _deep.named_tokens(rewrite) if n not in known and n not in ("x", "[x]"))
     if names:
         return f"names what the resume does not: {', '.join(names)}"
     return None

@@ -20,17 +20,22 @@ from typing import Any
 from careerwise.knowledge.embeddings import Embedder, Matrix
 from careerwise.llm.types import LLMProvider
 from careerwise.routing import followup
+from careerwise.routing._text import normalise, strip_opener, units
 from careerwise.routing._vectors import PersistentQueryCache
 from careerwise.routing.lexical import NAME as LEXICAL
 from careerwise.routing.lexical import LexicalClassifier, lexical_classifier
 from careerwise.routing.llm_classifier import Failure, LLMIntentClassifier
 from careerwise.routing.router import RouteDecision
-from careerwise.routing.rules import Rule, match_rules
+from careerwise.routing.rules import Rule, match_rules, vetoed
 from careerwise.routing.semantic import IntentScores, SemanticClassifier
 from careerwise.routing.thresholds import NEVER, Thresholds, load_thresholds, thresholds_path
 from careerwise.routing.tier import classify_tier
 
 log = logging.getLogger(__name__)
+
+# Intents a follow-up never inherits: small talk, and an off-topic request (what follows a declined
+# request is routed on its own; «那明天呢？» after a weather question must not stay off-topic by history).
+_NO_CONTEXT = frozenset({"greeting", "offtopic"})
 
 # Example vectors per (model, examples) for the life of the process: routers are cheap to build.
 _PREPARED: dict[tuple[str, str], SemanticClassifier] = {}
@@ -38,6 +43,17 @@ _PREPARED: dict[tuple[str, str], SemanticClassifier] = {}
 
 def _r(x: float) -> float:
     return round(float(x), 4)
+
+
+_ASKS_UNITS = 6  # «面試要穿什麼», "how do I ask for a raise": a question; «你幾歲», «你人真好»: small talk
+
+
+def _asked(message: str) -> str:
+    """What layer 2 scores: the message without a leading greeting, thanks or 請問-style opener when
+    what follows is long enough to ask something (at least ``_ASKS_UNITS`` units); else the whole
+    message («thanks Summer 你人真好» stays small talk)."""
+    core = strip_opener(normalise(message))
+    return core if units(core) >= _ASKS_UNITS and core != normalise(message) else message
 
 
 class CascadeRouter:
@@ -157,25 +173,37 @@ class CascadeRouter:
                 out[i] = self._by_rule(message, rule)
             else:
                 pending.append(i)
+        # Layer 2 scores what the message asks: a greeting, thanks or 請問 in front of a question is
+        # dropped first, so 「嗨 Summer～想問一下面試要穿什麼」 is scored as the question (the greeting's
+        # words would otherwise pull it towards small talk). A message that is nothing but an opener
+        # keeps its words (the greeting rules decide most of those).
+        asked = {i: _asked(messages[i]) for i in pending}
         first: dict[int, IntentScores] = {}
         if pending and self.lexical is not None:
             # on the event loop: about 0.1 ms a message, less than a hop to a worker thread would cost
-            found = self.lexical.score([messages[i] for i in pending])
+            found = self.lexical.score([asked[i] for i in pending])
             first = dict(zip(pending, found, strict=True))
             for i, s in first.items():
-                if self._lexical_sure(s):
+                if self._lexical_sure(s) and not vetoed(s.best[0], messages[i]):
                     out[i] = self._by_lexical(messages[i], s)
             pending = [i for i in pending if out[i] is None]
         if pending:
             await self.prepare()
-            texts = [messages[i] for i in pending]
-            if vectors is not None:
-                rows = vectors[pending]
-                scores = await asyncio.to_thread(self.semantic.score_vectors, texts, rows)
-            else:
-                scores = await asyncio.to_thread(self.semantic.score, texts)
-            for i, s in zip(pending, scores, strict=True):
-                out[i] = await self._after_rules(messages[i], s, first.get(i))
+            scores_of: dict[int, IntentScores] = {}
+            # given vectors are the whole message's: a message that lost its opener is embedded anew
+            given = [i for i in pending if vectors is not None and asked[i] == messages[i]]
+            fresh = [i for i in pending if i not in set(given)]
+            if given:
+                assert vectors is not None
+                found = await asyncio.to_thread(
+                    self.semantic.score_vectors, [messages[i] for i in given], vectors[given]
+                )
+                scores_of.update(zip(given, found, strict=True))
+            if fresh:
+                found = await asyncio.to_thread(self.semantic.score, [asked[i] for i in fresh])
+                scores_of.update(zip(fresh, found, strict=True))
+            for i in pending:
+                out[i] = await self._after_rules(messages[i], scores_of[i], first.get(i))
         return self._count([d for d in out if d is not None], started)
 
     def _count(self, decisions: list[RouteDecision], started: float) -> list[RouteDecision]:
@@ -204,8 +232,13 @@ class CascadeRouter:
         await self.prepare()
         s = (await asyncio.to_thread(self.semantic.score, [message]))[0]
         cue = followup.marker(message)
-        if self._confident(s) and (s.best[0] != "greeting" or cue is None):
-            # the message says what it wants (or is small talk with no follow-up cue): as route() would
+        if self._confident(s) and (
+            cue is None or (s.best[0] not in _NO_CONTEXT and s.margin >= followup.CUE_MARGIN)
+        ):
+            # the message says what it wants, as route() would place it. A follow-up cue is evidence of
+            # a continuation: small talk or off-topic with one («那天氣呢？», "what about in Taipei?")
+            # follows the conversation, and another intent must lead its runner-up clearly («那要多久？»
+            # after a career question is not a question about the sessions)
             return self._count([await self._after_rules(message, s)], started)[0]
         earlier = await self._earlier_intent(previous[-followup.TURNS :])
         if earlier is None:
@@ -239,12 +272,14 @@ class CascadeRouter:
         for text in reversed(texts):
             rule = match_rules(text)
             if rule is not None:
-                if rule.intent != "greeting":
+                if rule.intent not in _NO_CONTEXT:
                     return rule.intent, text
                 continue
             s = scored[text]
-            if self._confident(s):
-                if s.best[0] != "greeting":
+            cue = followup.marker(text) if followup.candidate(text) else None
+            # an earlier follow-up placed by the conversation, not by itself, is skipped like an unsure one
+            if self._confident(s) and (cue is None or s.margin >= followup.CUE_MARGIN):
+                if s.best[0] not in _NO_CONTEXT:
                     return s.best[0], text
                 continue
             if not followup.candidate(text):
@@ -342,17 +377,22 @@ class CascadeRouter:
         (best, best_score), _ = s.best, s.runner_up
         threshold = self.thresholds.thresholds.get(best, NEVER)
         layer2, summary = self._layer2(s, lexical)
-        if self._confident(s):
+        veto = vetoed(best, message)
+        if self._confident(s) and veto is None:
             return self._finish(message, intent=best, layer="embedding", reasons=summary, **layer2)
         why = (
-            "thresholds were fitted for another model or examples"
+            f"«{veto}» says the {best} words are about something else"
+            if veto is not None
+            else "thresholds were fitted for another model or examples"
             if not self.trusted
             else f"{best} below its threshold"
             if best_score < threshold
             else "margin too small"
         )
         if self.no_llm or self.llm is None:
-            guess, how = self._guess(best, best_score, threshold)
+            guess, how = (
+                ("career", "the default when unsure") if veto else self._guess(best, best_score, threshold)
+            )
             return self._finish(
                 message,
                 intent=guess,
@@ -381,7 +421,9 @@ class CascadeRouter:
             reasons=[
                 *summary,
                 f"not sure ({why}): asked the LLM",
-                f"LLM: {result.intent} (confidence {result.confidence:.2f}, {result.duration_ms:.0f} ms)",
+                f"LLM: {result.intent} ("
+                + (f"confidence {result.confidence:.2f}, " if result.confidence is not None else "a label, ")
+                + f"{result.duration_ms:.0f} ms)",
             ],
             llm_intent=result.intent,
             llm_confidence=result.confidence,

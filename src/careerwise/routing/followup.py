@@ -20,6 +20,9 @@ import re
 from careerwise.routing._text import normalise, strip_opener, units
 
 MAX_UNITS = 12  # longer messages carry their own intent
+# with a follow-up cue, layer 2's intent replaces the conversation's only when it leads its runner-up by
+# this much: a cue is evidence of a continuation, so a bare pass over the threshold is not enough
+CUE_MARGIN = 0.05
 TURNS = 3  # earlier user turns looked at, most recent first
 
 _ORDINAL = r"(?:第\s*[一二三四五六七八九十兩\d]+|最後一?|前面那?|上面那?|剛剛那?|剛才那?)\s*(?:個|種|項|點|家|份|條|間|條路|個選項|個方向)"

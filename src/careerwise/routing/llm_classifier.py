@@ -25,52 +25,36 @@ log = logging.getLogger(__name__)
 
 PROMPT_CHARS = 600  # a pasted resume does not need to reach the classifier whole
 
-SYSTEM_PROMPT = """You route messages sent to Summer, a career coach in Taiwan. Classify the user's \
-message into exactly one intent:
-- "greeting": only small talk: hello, thanks, goodbye, who are you, what can you do, who made you, \
-chit-chat about the weather or the user's mood, personal questions to Summer (what she likes, which \
-languages she speaks). A message that asks anything about work or careers is not a greeting.
-- "resume": the user wants their own resume, CV, 自傳, cover letter or job-site self-introduction \
-(104, 1111, LinkedIn) reviewed, shortened, rewritten or written from scratch, also casually worded, in \
-English, or as a single line or bullet to rewrite (including a pasted resume). General questions about \
-how to write a resume are "career".
-- "booking": anything about a consultation session with Summer: booking, changing or cancelling it, \
-its price, rates, discounts, payment, refunds, whether it is online or in person, how long it lasts, \
-what to bring or prepare. A meeting with the user's own manager, HR or a recruiter, or a job \
-interview, is "career".
-- "career": any career question (jobs, interviews, salary, switching careers, workplace problems) \
-and anything else. A short follow-up without context («那如果是新創呢», "and in Japan?", 「還有呢」) \
-continues a career conversation: "career", never "greeting".
-If a message mixes intents, booking wins over resume, resume over career, and greeting only when \
-there is nothing else.
+# Short on purpose: on the embedded model the prompt's length and the answer's are most of layer 3's
+# time, so the definitions are one line each and the answer is one label (a few tokens), not JSON.
+SYSTEM_PROMPT = """Label the user's message to Summer, a career coach in Taiwan. Labels:
+- "greeting": only small talk (hello, thanks, bye, who are you, the weather, mood), nothing asked.
+- "resume": wants their own resume, CV, 自傳, cover letter or 104/LinkedIn profile reviewed, \
+rewritten or written, even a single line or bullet, or pastes one.
+- "booking": about a session with Summer: book, change, cancel, price, refunds, online or in person, \
+how long, what to bring. A meeting with the user's manager, HR or a recruiter is "career".
+- "career": any question about work, jobs, interviews, salary, careers, or how to write a resume; a \
+short follow-up («那如果是新創呢», "and in Japan?") is "career", never "greeting".
+- "offtopic": a request unrelated to work and careers (weather forecast, recipes, code errors, \
+homework, poems, jokes, sports, health, pets).
+If a message mixes them: booking, then resume, then career, then offtopic, then greeting.
+Answer with the label only."""
 
-Answer with only this JSON object and nothing else:
-{"intent": "greeting" | "career" | "resume" | "booking", "confidence": a number from 0 to 1}
-
-Examples:
-「嗨嗨，今天第一次來」 -> {"intent": "greeting", "confidence": 0.95}
-「幫我看看我寫的自傳」 -> {"intent": "resume", "confidence": 0.95}
-「履歷要寫幾頁？」 -> {"intent": "career", "confidence": 0.8}
-「下週可以約諮詢嗎」 -> {"intent": "booking", "confidence": 0.95}
-「諮詢可以退費嗎」 -> {"intent": "booking", "confidence": 0.9}
-"what should I bring to our session?" -> {"intent": "booking", "confidence": 0.9}
-「主管明天找我單獨面談，會是要資遣嗎」 -> {"intent": "career", "confidence": 0.85}
-「那如果是新創呢」 -> {"intent": "career", "confidence": 0.7}
-"should I take the offer?" -> {"intent": "career", "confidence": 0.9}"""
+LABELS = ("greeting", "career", "resume", "booking", "offtopic")
 
 _FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.S | re.I)
 
 
 class LLMVerdict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-    intent: Literal["greeting", "career", "resume", "booking"]
-    confidence: float = Field(ge=0.0, le=1.0)
+    intent: Literal["greeting", "career", "resume", "booking", "offtopic"]
+    confidence: float | None = Field(ge=0.0, le=1.0)
 
 
 @dataclass(frozen=True)
 class Verdict:
     intent: str
-    confidence: float
+    confidence: float | None
     raw: str
     duration_ms: float
 
@@ -83,10 +67,18 @@ class Failure:
     duration_ms: float
 
 
+_LABEL = re.compile(r'^\W*"?(' + "|".join(LABELS) + r')"?\W*$', re.I)
+
+
 def parse_verdict(text: str) -> LLMVerdict:
-    """Strict: the whole answer is one JSON object of the schema (optionally inside a ```json fence).
-    Raises ``ValueError`` (pydantic's ``ValidationError`` is one) for anything else."""
+    """Strict: the whole answer is one label (what the prompt asks for; quotes and a full stop around
+    it are tolerated, and it carries no confidence: ``confidence`` is then None), or one JSON object of
+    the schema (optionally inside a ```json fence; a model that answers in the older JSON form is still
+    understood). Raises ``ValueError`` (pydantic's ``ValidationError`` is one) for anything else."""
     body = text.strip()
+    label = _LABEL.match(body)
+    if label:
+        return LLMVerdict(intent=label.group(1).lower(), confidence=None)  # type: ignore[arg-type]
     fenced = _FENCE.match(body)
     if fenced:
         body = fenced.group(1)
@@ -94,7 +86,8 @@ def parse_verdict(text: str) -> LLMVerdict:
 
 
 class LLMIntentClassifier:
-    def __init__(self, provider: LLMProvider, *, timeout: float = 20.0, max_tokens: int = 48) -> None:
+    # 16 tokens: a label is 1-3 tokens; the room lets a model that still answers in JSON finish it
+    def __init__(self, provider: LLMProvider, *, timeout: float = 20.0, max_tokens: int = 16) -> None:
         self.provider = provider
         self.timeout = timeout
         self.max_tokens = max_tokens

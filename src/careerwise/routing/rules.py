@@ -89,6 +89,37 @@ def _smalltalk(first: str) -> re.Pattern[str]:
 _DOC_ZH = r"履歷|履力|履厲|簡歷|cv|resume|自傳|自我推薦信|自薦信|求職信|cover ?letter"
 _DOC_EN = r"resume|résumé|resme|resum|cv|cover letter"
 
+# --- words used about something else: vetoes for the booking rules --------------------------------------
+
+# a job interview, any round (面試, 二面, 複試, 終面 …): its time slot or its date is a career question
+_INTERVIEW_ZH = r"(?<!模擬)面試|[一二三四五終初複]面|複試|初試|筆試|口試|面談(?!.{0,4}(?:summer|妳|你))"
+# booking for someone or something else: the boss's meeting room, a client visit, a clinic, a restaurant
+_OTHERS_BOOKING_ZH = (
+    r"(?:幫|替|給)(?:我的)?(?:主管|老闆|長官|客戶|同事|他|她|別人|家人|媽媽|爸爸|老公|老婆|小孩)"
+    r"|(?:預約|約)(?:了)?(?:會議室|拜訪|場地|餐廳|門診|掛號|醫生|牙醫|會議|客戶|訪談|參訪)"
+    r"|(?:會議室|門診|餐廳|牙醫|健身房)"
+)
+# counselling that is not Summer's: a counsellor as a job, a lawyer, the labour office, an employer's
+# counselling programme (EAP)
+_SOMEONE_ELSES_COUNSELLING = (
+    r"諮詢師|心理諮商|心理諮詢|法律諮詢|律師|勞工局|就業服務|就服站|員工|公司(?:的|有|提供)|eap|協助方案"
+)
+# English: a job interview (a mock interview with Summer is hers), or an appointment for someone else
+_OTHERS_EN = (
+    r"(?<!mock )\binterviews?\b|\bphone screen|\b(?:first|second|third|final)[- ]round\b"
+    r"|\bfor (?:my|his|her|their|our|the) (?:boss|manager|clients?|customers?|team|patients?|kids?|son|daughter)\b"
+    r"|\b(?:meeting|conference) rooms?\b|\b(?:dentist|doctor|haircut|salon|restaurant)\b|\bskip[- ]level\b"
+)
+
+# any word of work or careers vetoes the off-topic rules: a career question wins over what else it asks
+_CAREER_WORDS = (
+    r"工作|職|面試|履歷|簡歷|自傳|薪|老闆|主管|同事|公司|轉行|求職|應徵|上班|下班|加班|升遷|產業|行業|實習|"
+    r"諮詢|工程師|年資|資遣|裁員|勞基法|"
+    r"\b(?:jobs?|careers?|interview(?:s|ers?)?|resumes?|cv|salary|salaries|pay|boss|manager|coworkers?|colleagues?|"
+    r"company|work|working|hire|hired|hiring|promotion|linkedin|recruiters?|offers?|quit|layoffs?|laid off|"
+    r"employer|office|team|engineer|developer|coaching|session|consultation)\b"
+)
+
 RULES: tuple[Rule, ...] = (
     # booking first: an explicit request to book is an action, whatever else the message asks
     Rule(
@@ -100,6 +131,9 @@ RULES: tuple[Rule, ...] = (
         ),
         "asks to book a consultation (預約, 約一對一, 報名諮詢)",
         ("我想預約諮詢", "想約一對一", "可以預越嗎", "下週三下午可以約嗎", "欸想約諮詢 怎麼弄"),
+        # booking for someone else or something else (a boss's meeting room, a client visit, a clinic,
+        # a job interview) is a workplace question, not a session with Summer
+        exclude=_r(rf"{_OTHERS_BOOKING_ZH}|{_INTERVIEW_ZH}"),
     ),
     Rule(
         "booking.zh.change",
@@ -107,7 +141,8 @@ RULES: tuple[Rule, ...] = (
         _r(r"取消(?:我的)?(?:預約|諮詢)|改期|改時間|換時段|(?:諮詢|預約).{0,8}(?:延後|改期|改時間|取消)"),
         "changes or cancels a booking",
         ("取消我的諮詢", "可以改期嗎", "明天的諮詢可以延後嗎"),
-        exclude=_r(r"面試"),
+        # a job interview's date (面試, 二面, 複試 …), a membership or a subscription is not a session
+        exclude=_r(rf"{_INTERVIEW_ZH}|{_OTHERS_BOOKING_ZH}|會員|訂閱|健身房"),
     ),
     Rule(
         "booking.zh.price",
@@ -118,6 +153,7 @@ RULES: tuple[Rule, ...] = (
         ),
         "asks what a consultation costs",
         ("諮詢費用多少", "一對一諮詢怎麼收費？"),
+        exclude=_r(_SOMEONE_ELSES_COUNSELLING),
     ),
     Rule(
         "booking.zh.payment",
@@ -126,6 +162,10 @@ RULES: tuple[Rule, ...] = (
         "asks about paying for a session: payment, refunds, discounts (short messages only)",
         ("付款可以刷卡嗎", "有學生優惠嗎", "沒辦法去的話可以退錢嗎", "諮詢可以開發票嗎"),
         max_units=20,
+        # money that is not a session's: pay, the employer's or a client's invoices, insurance, shopping
+        exclude=_r(
+            r"薪|公司|客戶|廠商|老闆|勞保|健保|勞退|稅|房租|學費|保險|訂單|網購|蝦皮|會員|訂閱|健身房|軟體"
+        ),
     ),
     Rule(
         "booking.zh.session",
@@ -145,8 +185,9 @@ RULES: tuple[Rule, ...] = (
             "一對一有沒有優惠方案",
             "諮詢時可以順便帶作品集和履歷給妳看嗎",
         ),
-        # someone else's counselling (a counsellor as a job, a lawyer, the labour office) is career
-        exclude=_r(r"諮詢師|心理諮商|心理諮詢|法律諮詢|律師|勞工局|就業服務|就服站"),
+        # someone else's counselling (a counsellor as a job, a lawyer, the labour office, an employer's
+        # counselling programme) is career
+        exclude=_r(_SOMEONE_ELSES_COUNSELLING),
     ),
     Rule(
         "booking.zh.slot",
@@ -157,6 +198,9 @@ RULES: tuple[Rule, ...] = (
         ),
         "asks when Summer is free",
         ("Summer 這週有空嗎", "還有週末的時段嗎"),
+        # an interview's time slot, a job's or a course's openings; "do you have time to look at my
+        # resume" asks for a review (the resume rules), not for a slot
+        exclude=_r(rf"{_INTERVIEW_ZH}|職缺|公司|實習|徵才|招募|課程|研究所|考試|(?:有空|有時間)(?:幫|看)"),
     ),
     Rule(
         "booking.en.reserve",
@@ -174,8 +218,11 @@ RULES: tuple[Rule, ...] = (
             "how do I book a call with you",
             "can you pencil me in for thursday morning",
         ),
-        # a 1:1 that the user's manager, HR or a recruiter sets up is a workplace question (career)
-        exclude=_r(r"\b(?:manager|boss|supervisor|team lead|hr|recruiter|hiring manager|interviewer)\b"),
+        # a 1:1 that the user's manager, HR or a recruiter sets up, or booking for someone else (clients,
+        # a meeting room), is a workplace question (career); so is a job interview (not a mock one)
+        exclude=_r(
+            rf"\b(?:manager|boss|supervisor|team lead|hr|recruiter|hiring manager|interviewer)\b|{_OTHERS_EN}"
+        ),
     ),
     Rule(
         "booking.en.change",
@@ -186,6 +233,10 @@ RULES: tuple[Rule, ...] = (
         ),
         "changes or cancels a booking",
         ("can I reschedule my appointment to friday", "cancel my booking please"),
+        exclude=_r(
+            rf"{_OTHERS_EN}|\b(?:membership|subscription|gym|flight|hotel|restaurant|table)\b"
+            r"|\b(?:boss|manager|supervisor|clients?|customers?|coworkers?|colleagues?|team lead|hr|recruiter)\b"
+        ),
     ),
     Rule(
         "booking.en.price",
@@ -203,6 +254,11 @@ RULES: tuple[Rule, ...] = (
             "how much do you charge for career coaching",
             "how much do u charge",
             "is there a student discount",
+        ),
+        # what the user should charge (freelancing) or a product's price is not Summer's fee
+        exclude=_r(
+            r"\b(?:should|do|can|could) (?:i|we) (?:charge|ask)\b|\bfreelanc|\bmy (?:clients?|customers?|rates?)\b"
+            r"|\b(?:gym|therapy|therapist|yoga|pilates|dentist|doctor|tutor(?:ing)?)\b"
         ),
     ),
     Rule(
@@ -228,6 +284,9 @@ RULES: tuple[Rule, ...] = (
             "what should I prepare for our session",
             "how long does a session last",
         ),
+        exclude=_r(
+            rf"{_OTHERS_EN}|\b(?:gym|therapy|therapist|trainer|yoga|pilates|dentist|doctor|class(?:es)?|course)\b"
+        ),
     ),
     Rule(
         "booking.en.availability",
@@ -238,13 +297,18 @@ RULES: tuple[Rule, ...] = (
         ),
         "asks when Summer is free",
         ("are you free next tuesday?", "what times are available this week"),
+        # someone else asking the user (a boss: "are you free this weekend?"), an interview's slots
+        exclude=_r(rf"\b(?:boss|manager|recruiter|hr|coworker|colleague|client|team lead)\b|{_OTHERS_EN}"),
     ),
     # resume: the user wants *their* document reviewed or written (general resume advice is career)
     Rule(
         "resume.zh.review",
         "resume",
         _r(
-            rf"(?:幫|請|麻煩|能|可以|可不可以|想請).{{0,10}}(?:{_DOC_ZH})"
+            # 請問 asks a question, 可以 alone may ask what a resume may hold (「可以在履歷上寫離職原因嗎」):
+            # a request needs a helping verb before the document
+            rf"(?:幫|請(?!問)|麻煩|想請)[^。?？]{{0,10}}(?:{_DOC_ZH})"
+            rf"|(?:能|可以|可不可以)[^。?？]{{0,4}}(?:幫|看|改|修|潤|健檢|review|check)[^。?？]{{0,8}}(?:{_DOC_ZH})"
             rf"|(?:{_DOC_ZH}).{{0,12}}(?:幫我|幫忙|給你|給妳|健檢|review|check|看一下|給(?:點|些)?(?:意見|建議))"
             # a request that comes after the story of the document: 「這份簡歷我改了三次…可以幫忙看嗎」
             rf"|(?:{_DOC_ZH}).{{0,24}}(?:幫忙看|幫我看|幫忙改|幫我改|聽聽(?:妳|你)?的?(?:意見|建議|看法))"
@@ -259,6 +323,8 @@ RULES: tuple[Rule, ...] = (
             "我的簡歷投了二十家都沒回，可以幫忙看嗎",
             "寫了一份新的自傳，想聽聽妳的意見",
         ),
+        # someone else handling the document (HR passing it on, a referral) is a career question
+        exclude=_r(r"轉給|轉交|內推|推薦給|(?:hr|人資|主管|獵頭|面試官|公司)[^。，,?？]{0,4}(?:說|會|要)幫"),
     ),
     Rule(
         "resume.zh.pasted",
@@ -266,6 +332,8 @@ RULES: tuple[Rule, ...] = (
         _r(rf"(?:以下是|這是|附上|貼上|這份是)(?:我的)?(?:{_DOC_ZH})|(?:{_DOC_ZH})\s*(?:如下|:)"),
         "introduces a pasted resume or 自傳",
         ("這是我的履歷，請給我意見", "以下是我的履歷：\n【學歷】政治大學", "我的自傳：我是一個積極的人"),
+        # 「這是履歷常見的錯誤嗎」 asks about resumes in general
+        exclude=_r(rf"(?:{_DOC_ZH})(?:上|裡)?(?:常見|最常|通病|範本|格式)"),
     ),
     Rule(
         "resume.en.review",
@@ -290,6 +358,15 @@ RULES: tuple[Rule, ...] = (
             "could someone go through my cv this week",
             "my cover letter is below, can you proofread it",
         ),
+        exclude=_r(
+            # general advice about one's resume is career ("how do I make my resume stand out"), unless
+            # it also asks Summer to do it
+            r"^(?:how|what|when|where|why|should|is it|do i|does|which)\b(?!.*\b(?:can you|could you|would you|"
+            r"please|pls|help me|for me)\b)"
+            # someone else reviewing it (the recruiter, an ATS) is career
+            r"|\b(?:recruiters?|hr|hiring managers?|they|he|she|the company|ats|interviewers?)\b[^.?!]{0,15}"
+            r"\b(?:review(?:ed|s)?|check(?:ed|s)?|look(?:ed)? at|read|reject(?:ed|s)?)\b"
+        ),
     ),
     Rule(
         "resume.pasted",
@@ -304,6 +381,72 @@ RULES: tuple[Rule, ...] = (
             "粉專追蹤數一年成長 40%，並規劃三場線下活動與兩次品牌聯名企劃。\n專業技能\nGoogle Analytics、Canva",
         ),
         min_chars=120,
+        # one line ending in a question: a career question that mentions education, experience, skills
+        exclude=_r(r"^[^\n]*[?？]\s*$"),
+    ),
+    # off-topic: a request outside what Summer does, with no word of work or careers in it (a career
+    # question wins over anything else it mentions; what these miss goes to layer 2)
+    Rule(
+        "offtopic.zh.request",
+        "offtopic",
+        _r(
+            r"(?:寫|作)(?:一)?(?:首|篇|個|段)(?:[^，,。]{0,8})(?:詩|絕句|歌詞|故事|小說|笑話|情書)"
+            r"|(?:講|說)(?:個|一個|幾個)?(?:冷)?笑話|睡前故事"
+            # the weather with a day to forecast (「那天氣呢？」 alone is a follow-up, 「今天好冷喔」 small talk)
+            r"|(?:明天|今天|後天|週末|這週|下週|今晚|明早)[^。，,]{0,8}(?:天氣|氣溫|下雨|颱風|冷|熱)[^。]{0,6}"
+            r"(?:嗎|幾度|如何|怎樣|多少)|天氣預報|會不會下雨|颱風假"
+            r"|食譜|怎麼(?:煮|滷|烤|炒|燉)|氣炸鍋|電鍋"
+            r"|幾比幾|總冠軍|全壘打|比賽結果"
+            r"|匯率|股票代號|股價"
+            r"|(?:貓|狗|倉鼠|兔子|寵物)(?:咪|狗)?(?:一直|可以|能|會|吃|吐|生病)"
+            r"|(?:發燒|感冒|喉嚨痛|拉肚子)[^。]{0,10}(?:怎麼辦|吃什麼|要不要|嗎|掛)"
+            r"|數學題|方程式|微積分|國小[一二三四五六]?年級"
+            r"|(?=.*[\u3400-\u9fff])[a-z]+(?:error|exception)\b"  # a programming error, asked in Chinese
+            r"|推薦(?:幾|一)?(?:部|本|齣|款|個)?[^，,。]{0,8}(?:電影|影集|台劇|韓劇|日劇|動畫|動漫|漫畫|小說|遊戲)"
+        ),
+        "a request outside careers: writing poems or stories, jokes, the weather, recipes, sports, "
+        "exchange rates, pets, health, homework, a programming error",
+        (
+            "幫我寫一首關於海的詩",
+            "講個笑話給我聽",
+            "明天高雄會下雨嗎",
+            "紅燒肉怎麼滷比較入味",
+            "昨晚洋基幾比幾",
+            "日圓匯率現在多少",
+            "我家貓一直吐怎麼辦",
+            "Python 出現 KeyError 是什麼意思",
+        ),
+        exclude=_r(_CAREER_WORDS),
+    ),
+    Rule(
+        "offtopic.en.request",
+        "offtopic",
+        _r(
+            r"\b(?:write|compose) (?:me )?(?:a|an|some) (?:\w+ )?(?:poem|haiku|song|lyrics|story|limerick|joke|"
+            r"bedtime story|love letter)\b|\btell me (?:a|another|some) (?:\w+ )?jokes?\b"
+            r"|\b(?:weather|forecast)\b|\bwill it (?:rain|snow)\b"
+            r"|\brecipes?\b|\bhow (?:long|do i|to) (?:boil|bake|cook|roast|grill)\b"
+            r"|\bwho won\b|\bscore (?:of|in) (?:the|last)\b|\bsuper bowl\b|\bworld cup\b"
+            r"|\bexchange rate\b|\bticker symbol\b|\bstock price\b"
+            r"|\bmy (?:dog|cat|puppy|kitten|hamster|rabbit)\b"
+            r"|\b(?:derivative|integral) of\b|\bsolve (?:for x|this equation)\b"
+            r"|\b[a-z]+(?:error|exception)\b"
+            r"|\bwho (?:painted|wrote|sang|invented|discovered)\b|\bcapital (?:city )?of\b"
+            r"|\bsummari[sz]e the (?:plot|movie|book|novel|film)\b|\bplot of\b"
+            r"|\bget (?:\w+ ){1,3}out of (?:my |a |the )?(?:\w+ )?(?:shirt|carpet|couch|jeans|sofa)\b"
+        ),
+        "a request outside careers: poems, stories, jokes, the weather, recipes, sports, exchange rates, "
+        "pets, homework, a programming error",
+        (
+            "write me a poem about autumn",
+            "tell me a joke",
+            "what's the weather in Taipei tomorrow",
+            "any good recipe for banana bread?",
+            "who won the game last night",
+            "my cat keeps throwing up",
+            "what does IndexError mean in python",
+        ),
+        exclude=_r(_CAREER_WORDS),
     ),
     # greeting: only a message that is nothing but small talk
     Rule(
@@ -355,6 +498,27 @@ RULES: tuple[Rule, ...] = (
         max_units=14,
     ),
 )
+
+
+# Layer 2 reads the same words: a booking verdict on a message that is about someone else's appointment,
+# a job interview, an employer's counselling or a membership is not sure (the LLM, or the no-LLM guess,
+# decides instead). The booking rules' vetoes, in one pattern.
+_BOOKING_VETO = _r(
+    rf"{_INTERVIEW_ZH}|{_OTHERS_BOOKING_ZH}|{_SOMEONE_ELSES_COUNSELLING}|{_OTHERS_EN}"
+    r"|會員|訂閱|\b(?:membership|subscription)s?\b"
+)
+
+_MOCK_INTERVIEW = _r(r"模擬面試|\bmock interviews?\b")
+
+
+def vetoed(intent: str, message: str) -> str | None:
+    """Why layer 2 must not be sure of ``intent`` for ``message`` (the words the booking rules veto),
+    or None."""
+    text = normalise(message)
+    if intent != "booking" or _MOCK_INTERVIEW.search(text):
+        return None  # a mock interview is one of Summer's sessions, whatever else the message says
+    found = _BOOKING_VETO.search(text)
+    return found.group(0) if found else None
 
 
 def match_rules(message: str) -> Rule | None:

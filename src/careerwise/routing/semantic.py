@@ -23,7 +23,7 @@ import numpy as np
 
 from careerwise.knowledge.embeddings import LANGS, Embedder, Matrix, detect_lang
 
-INTENTS: tuple[str, ...] = ("greeting", "career", "resume", "booking")
+INTENTS: tuple[str, ...] = ("greeting", "career", "resume", "booking", "offtopic")
 EXAMPLES_FILE = Path(__file__).with_name("examples.json")
 CLIP_CHARS = 160  # the e5 model's cost grows with length; an intent shows in the opening and the end
 
@@ -72,6 +72,13 @@ class IntentScores:
         return self.best[1] - self.runner_up[1]
 
 
+def _balanced_mean(vectors: Matrix, labels: np.ndarray) -> np.ndarray:
+    """The mean of the per-label means of ``vectors``."""
+    groups = [vectors[labels == name].mean(axis=0) for name in INTENTS if (labels == name).any()]
+    out: np.ndarray = np.stack(groups).mean(axis=0)
+    return out
+
+
 def _normalise_rows(m: Matrix) -> Matrix:
     norms = np.linalg.norm(m, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
@@ -115,8 +122,14 @@ class SemanticClassifier:
             raw = np.asarray((embedder or self.embedder).embed_queries(texts), dtype=np.float32)
             langs = np.array([detect_lang(t) for t in texts])
             overall = raw.mean(axis=0)
+            # a language's direction is the mean of its per-intent means: every intent weighs the same,
+            # so an intent with many, widely spread examples (off-topic) does not move the centre
             self._means = {
-                lang: (raw[langs == lang].mean(axis=0) if (langs == lang).sum() >= 8 else overall)
+                lang: (
+                    _balanced_mean(raw[langs == lang], labels[langs == lang])
+                    if (langs == lang).sum() >= 8
+                    else overall
+                )
                 for lang in LANGS
             }
             self._vectors = self._centre(raw, [str(x) for x in langs])

@@ -173,6 +173,11 @@ def fit_guess(
     for name in INTENTS:
         if name == "career":
             continue
+        if name == "offtopic":
+            # never guessed: declining a career question costs the user far more than answering an
+            # off-topic one with the career flow, so only a sure layer (or the LLM) says off-topic
+            out[name] = NEVER
+            continue
         points = [(s.best[1], gold == name) for s, gold in unsure if s.best[0] == name]
         out[name], n = _threshold_for(points, target_precision)
         log.info("routing: guess bar %s %.4f (%d of %d unsure samples)", name, out[name], n, len(points))

@@ -38,6 +38,10 @@ _DECISION_ZH: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("應該…嗎", r"應該.{0,12}嗎|是不是(?:應)?該"),
         ("適合…嗎", r"適不適合|適合.{0,10}嗎"),
         ("要…嗎", r"(?:^|[,.!?;\s，。])要(?:先)?[^\s,.!?;，。什怎哪多幾]{1,6}嗎"),
+        # a decision without a decision word: slang about leaving (a vent such as 「好想離職喔」 is not
+        # one: it names no step), a choice the writer is stuck on, a plan they doubt
+        ("想走人", r"不想幹|不幹了|(?:想|要|準備)?閃人|裸辭|想走人|落跑"),
+        ("兩難", r"猶豫|掙扎|兩難|糾結|拿不定|難以抉擇|難抉擇|取捨|不知道(?:該)?(?:怎麼)?(?:選|決定)"),
     )
 )
 
@@ -53,15 +57,28 @@ _DECISION_EN: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ),
         (
             "is it better",
-            r"\bwould it be (?:better|smarter|wiser)\b|\bis it (?:better|wise|smart|a good idea)\b",
+            r"\bwould it be (?:better|smarter|wiser|dumb|stupid|crazy|a mistake|a bad idea|a good idea)\b"
+            r"|\bis it (?:better|wise|smart|a good idea|a mistake|crazy|dumb|stupid|too late)\b"
+            r"|\bam i (?:crazy|dumb|stupid|wrong) (?:to|for)\b|\bdoes it make sense to\b",
         ),
-        ("which one", r"\bwhich (?:one |option |offer |path )?(?:should|would)\b"),
+        (
+            "which one",
+            r"\bwhich (?:one |option |offer |path )?(?:should|would)\b|\bwhich (?:one|option|offer|path)\b",
+        ),
+        (
+            "a trade-off",
+            r"\bon the fence\b|\bdilemma\b|\btrade-?offs?\b|\bcan'?t decide\b|\bcannot decide\b"
+            r"|\bundecided\b|\bsecond thoughts\b|\bweighing (?:up )?(?:an? |the |two |my )?(?:offers?|options?)\b",
+        ),
         ("torn between", r"\b(?:torn|deciding|choose|choosing|decide|pick) between\b"),
         ("do I take", r"\bdo (?:i|we) (?:take|accept|stay|leave|quit|go)\b"),
         ("A vs B", r"\b(?:vs\.?|versus)\s"),
     )
 )
 _OR_QUESTION = re.compile(r"\bor\b", re.I)
+# an "or" that names no second option
+_OR_FILLER = re.compile(r"\bor (?:so|something|more|less|anything|whatever|two|three|a few)\b", re.I)
+_OPTIONS_MAX_UNITS = 14
 
 _CLAUSE_SPLIT = re.compile(r"[。!?；;,，\n]|(?<=[a-z0-9)])\.(?:\s|$)", re.I)
 _ZH_MARKER = re.compile(
@@ -124,8 +141,16 @@ def _decision(text: str, clauses: list[tuple[str, str]]) -> str | None:
         for m in _SHOULD.finditer(clause):
             if not _WH.search(clause[: m.start()]):
                 return "should I"
-        # "frontend or backend?": an "or" inside a question
-        if not HAN.search(clause) and _OR_QUESTION.search(clause) and _is_question(clause, end):
+        # "frontend or backend?": an "or" inside a question, or a short English message that names two
+        # options ("Google or a startup for my first job")
+        names_options = (
+            not HAN.search(clause)
+            and _OR_QUESTION.search(clause) is not None
+            and not _OR_FILLER.search(clause)
+        )
+        if names_options and (
+            _is_question(clause, end) or (len(clauses) == 1 and units(clause) <= _OPTIONS_MAX_UNITS)
+        ):
             return "A or B?"
     return None
 

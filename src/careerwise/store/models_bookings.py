@@ -32,6 +32,8 @@ class BookingSettings(Base):
     min_notice_minutes: Mapped[int] = mapped_column(Integer, default=60)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     updated_by: Mapped[str] = mapped_column(String(120), default="")
+    # null: the weekly hours were never confirmed, so the shipped defaults apply (migration 0018)
+    hours_confirmed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), default=None)
 
 
 class AvailabilityWindow(Base):
@@ -115,6 +117,8 @@ class Booking(Base):
     rescheduled_from: Mapped[str | None] = mapped_column(String(32), default=None)
     # who made it ("ip:1.2.3.4", "line:U123"; migration 0017): the per-client booking limits count these
     client_key: Mapped[str | None] = mapped_column(String(80), index=True, default=None)
+    # what the consultation is about: given on the API, or the chat message that asked to book (0018)
+    topic: Mapped[str | None] = mapped_column(String(200), default=None)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 

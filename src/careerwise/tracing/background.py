@@ -32,6 +32,9 @@ STARTUP_RECOVERY = "startup_recovery"  # closing or handing on what a dead proce
 UPLOAD_PARSE_STOPPED = "upload_parse_stopped"  # a parse worker stopped at its memory or time limit
 UPLOAD_PARSE_CRASHED = "upload_parse_crashed"  # a parse worker's parse raised something not a refusal
 KNOWLEDGE_UPLOAD_CLEANUP = "knowledge_upload_cleanup"  # an upload's staging folder could not be removed
+DEEP_TASK_AFTER_CLOSE = "deep_task_after_close"  # a deep flow's task failed after its reader had gone
+LLM_STREAM_CUT = "llm_stream_cut"  # a server cut a stream off when another request started
+LLM_PROFILE_PROBE = "llm_profile_probe"  # GET /models, to tell a llama.cpp server, failed
 TASKS = (
     LOCAL_MODEL_WARM,
     LOOP_LAG_PROBE,
@@ -45,6 +48,9 @@ TASKS = (
     UPLOAD_PARSE_STOPPED,
     UPLOAD_PARSE_CRASHED,
     KNOWLEDGE_UPLOAD_CLEANUP,
+    DEEP_TASK_AFTER_CLOSE,
+    LLM_STREAM_CUT,
+    LLM_PROFILE_PROBE,
 )
 
 _lock = threading.Lock()  # done-callbacks run on the loop, the others in worker threads

@@ -36,6 +36,7 @@ from careerwise.events import (
     ProgressEvent,
     ReportEvent,
     RouteEvent,
+    SectionEvent,
     ToolCallEvent,
     ToolResultEvent,
 )
@@ -53,7 +54,7 @@ _FAST_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2
 _KNOWLEDGE_UNAVAILABLE = frozenset({"knowledge_unavailable", "deep_knowledge_unavailable"})
 # a search that raised in a flow that reports it as a degradation (the tool's own failures are counted
 # from its tool_result)
-_KNOWLEDGE_SEARCH_FAILED = frozenset({"deep_knowledge_search_failed"})
+_KNOWLEDGE_SEARCH_FAILED = frozenset({"deep_knowledge_search_failed", "excerpts_search_failed"})
 # the tools a turn can run: any other name is the model's invention and is counted as UNKNOWN_TOOL, so
 # the model cannot add label values (one series each) or write into the public /metrics
 TOOL_LABELS = frozenset({SEARCH_TOOL, ANSWER_CACHE_TOOL})
@@ -153,6 +154,13 @@ class Metrics:
             "careerwise_degradations", "Degraded turns by reason.", ["reason"], registry=r
         )
         self.errors = Counter("careerwise_errors", "Error events by code.", ["code"], registry=r)
+        # the label values are the guards' own names (report_guards.GUARDS), never text from a model
+        self.report_guards = Counter(
+            "careerwise_report_guard_actions",
+            "What the deep-report guards removed or corrected, by guard.",
+            ["guard"],
+            registry=r,
+        )
         self.llm_calls = Counter(
             "careerwise_llm_calls",
             "LLM calls by purpose and outcome (ok or an error code).",
@@ -382,7 +390,11 @@ class MetricsTurn:
                 m.errors.labels(event.code).inc()
             case DoneEvent():
                 self.path = event.path
-            case DeltaEvent() | ReportEvent() | ProgressEvent():
+            case ReportEvent():
+                for guard, n in (event.guards or {}).items():
+                    if n:
+                        m.report_guards.labels(guard).inc(n)
+            case DeltaEvent() | SectionEvent() | ProgressEvent():
                 pass
             case _:
                 assert_never(event)

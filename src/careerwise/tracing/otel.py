@@ -28,6 +28,7 @@ from careerwise.events import (
     ProgressEvent,
     ReportEvent,
     RouteEvent,
+    SectionEvent,
     ToolCallEvent,
     ToolResultEvent,
 )
@@ -147,7 +148,7 @@ class OTelTurn:
                 self.root.set_attribute("careerwise.path", event.path)
                 for key, value in event.usage.items():
                     self.root.set_attribute(f"careerwise.usage.{key}", value)
-            case DeltaEvent() | ReportEvent() | ProgressEvent():
+            case DeltaEvent() | ReportEvent() | SectionEvent() | ProgressEvent():
                 pass
             case _:
                 assert_never(event)

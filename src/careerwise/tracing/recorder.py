@@ -29,6 +29,7 @@ from careerwise.events import (
     ProgressEvent,
     ReportEvent,
     RouteEvent,
+    SectionEvent,
     ToolCallEvent,
     ToolResultEvent,
 )
@@ -199,7 +200,7 @@ class TraceRecorder:
                 self._span("error", event.code, t_ms, 0.0, attrs, ok=False)
             case ReportEvent():
                 self.report = event
-            case ProgressEvent() | DoneEvent():
+            case SectionEvent() | ProgressEvent() | DoneEvent():
                 pass
             case _:
                 assert_never(event)

@@ -5,6 +5,7 @@ import { api, clear, el, errorLine, facts, json, ms, query, svg, table, when } f
 import { showCharts } from "/static/admin.charts.js";
 import { showKnowledge } from "/static/admin.kb.js";
 import { showAssistants } from "/static/admin.assistants.js";
+import { hoursWarning, showBookings } from "/static/admin.bookings.js";
 import { showKeys, showSettings } from "/static/admin.settings.js";
 
 const $ = (id) => document.getElementById(id);
@@ -45,24 +46,42 @@ export async function refreshHealth() {
     box.className = "health " + (failed ? "bad" : "good");
     box.dataset.state = kb.state;
     const f = st.retrieval_failures;
+    // booking hours: a warning when nothing can be booked, a note while the shipped defaults apply
+    const hours = await hoursWarning().catch((err) => el("span", { class: "warn-text" }, " · Consultation hours unavailable: " + err.message));
     clear(
       box,
       el("strong", { "data-test": "knowledge-state" }, `Knowledge base: ${kb.state}`),
       failed && kb.error ? el("span", { "data-test": "knowledge-error" }, " — " + kb.error) : null,
       el("span", {}, ` · ${kb.chunks} chunks · ${kb.backend} · version ${kb.version}`),
       el("span", {}, ` · LLM ${st.llm.provider} / ${st.llm.model}`),
+      profileLine(st.llm),
       el(
         "span",
         { "data-test": "retrieval-failures" },
         ` · last 24 h: ${st.last_24h.turns} turns, ${st.last_24h.knowledge_degraded_turns} without the knowledge base` +
           ` · retrieval failures (this process): search ${f.search_failed}, unavailable ${f.unavailable}, readiness ${f.readiness}`,
       ),
+      hours,
     );
   } catch (err) {
     box.className = "health bad";
     clear(box, "Status unavailable: " + err.message);
   }
   box.hidden = false;
+}
+
+// the provider profile (llm/profile.py): the deep design it picks, its speeds, how many requests at once
+function profileLine(llm) {
+  const p = llm.profile;
+  if (!p) return null;
+  const speed = (tps, what) => (tps ? `${what} ${Math.round(tps)} tok/s` : `${what} speed unknown`);
+  const cuts = p.stream_cuts ? ` · ${p.stream_cuts} streams cut off` : "";
+  return el(
+    "span",
+    { "data-test": "llm-profile" },
+    ` · deep design ${llm.deep_design} · ${speed(p.gen_tokens_per_s, "writes")}, ${speed(p.prompt_tokens_per_s, "reads")}` +
+      ` (${p.source}) · ${p.concurrency} at a time${cuts}`,
+  );
 }
 
 // --- turns --------------------------------------------------------------------------------------
@@ -77,7 +96,7 @@ function filterForm() {
   const form = el(
     "form",
     { id: "turn-filters", class: "filters" },
-    sel("intent", ["greeting", "career", "resume", "booking"]),
+    sel("intent", ["greeting", "career", "resume", "booking", "offtopic"]),
     sel("tier", ["simple", "medium", "complex"]),
     input("path", { size: 8, placeholder: "A, B, …" }),
     input("channel", { size: 8, placeholder: "web, line…" }),
@@ -290,7 +309,8 @@ async function showTurn(view, traceId) {
       ["reasons", (route.reasons || []).join("; ")],
       ["top", (route.top || []).map(([k, v]) => `${k} ${v.toFixed(3)}`).join(", ")],
       ["margin / required", `${route.margin ?? "–"} / ${route.required_margin ?? "–"}`],
-      ["LLM said", route.llm_intent ? `${route.llm_intent} (${route.llm_confidence})` : null],
+      // a label answer has no confidence (docs/routing.md, "Layer 3")
+      ["LLM said", route.llm_intent ? route.llm_intent + (route.llm_confidence == null ? "" : ` (${route.llm_confidence})`) : null],
       ["fallback", route.fallback],
       ["tier reasons", (route.tier_reasons || []).join("; ")],
       ["took", ms(route.duration_ms)],
@@ -322,6 +342,7 @@ const VIEWS = {
   turns: showTurns,
   charts: showCharts,
   knowledge: showKnowledge,
+  bookings: showBookings,
   assistants: showAssistants,
   settings: showSettings,
   keys: showKeys,

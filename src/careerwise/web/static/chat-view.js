@@ -14,6 +14,19 @@ export function el(tag, cls, text, label) {
   return node;
 }
 
+// The agents' progress details name a facet by its key ("market", "growth: failed (timeout)",
+// "practice: skipped (no_knowledge)"): shown as the facet's name in the page's language, never the key.
+const FACET_STEP = /^(market|growth|practice)(?::\s*(ok|failed|skipped)\b(?:\s*\((\d+)?[^)]*\))?)?$/;
+
+export function facetStep(stage, detail) {
+  if (stage !== "agent_started" && stage !== "agent_finished") return null;
+  const m = FACET_STEP.exec(detail || "");
+  if (!m) return null;
+  if (stage === "agent_started") return { key: `progress.agent_started.${m[1]}` };
+  if (!m[2]) return null;
+  return { key: `progress.agent_finished.${m[1]}.${m[2]}`, vars: { n: m[3] || "" } };
+}
+
 export function localize(node, key, vars) {
   node.dataset.i18n = key;
   if (vars) node.dataset.i18nVars = JSON.stringify(vars);
@@ -138,9 +151,8 @@ export class Answer {
       this.waiting.remove();
       this.waiting = null;
     }
-    const key = `progress.${stage}`;
-    const item = el("li", "step", null, { key, vars: { detail: detail || "" } });
-    this.progress.append(item);
+    const label = facetStep(stage, detail) || { key: `progress.${stage}`, vars: { detail: detail || "" } };
+    this.progress.append(el("li", "step", null, label));
   }
 
   stopThinking() {
@@ -152,32 +164,56 @@ export class Answer {
     this.root.classList.remove("is-thinking");
   }
 
+  // One section of a deep report as it is ready (a "section" event): placed at its index among the
+  // sections shown so far, replacing one already shown at that index, so a repeated event never
+  // duplicates it. The "report" event that follows replaces them all in one synchronous step.
+  showSection(section) {
+    if (!this.sectionBoxes) {
+      this.sectionBoxes = new Map();
+      this.report.replaceChildren();
+    }
+    const box = this.sectionBox(section, false);
+    box.dataset.index = String(section.index);
+    const old = this.sectionBoxes.get(section.index);
+    if (old) old.replaceWith(box);
+    else {
+      const after = [...this.sectionBoxes.keys()].filter((i) => i > section.index).sort((x, y) => x - y)[0];
+      if (after === undefined) this.report.append(box);
+      else this.report.insertBefore(box, this.sectionBoxes.get(after));
+    }
+    this.sectionBoxes.set(section.index, box);
+  }
+
+  sectionBox(section, rendered) {
+    const box = el("section", "report-section");
+    const head = el("header", "section-head");
+    head.append(el("h3", null, section.heading));
+    if (section.risk_level) {
+      head.append(el("span", `badge risk-${section.risk_level}`, null, { key: `risk.${section.risk_level}` }));
+    }
+    const body = el("div", rendered ? "section-body rendered" : "section-body streaming");
+    if (rendered) setHtml(body, section.html);
+    else body.textContent = section.body;
+    box.append(head, body);
+    if (section.sources && section.sources.length) {
+      const cites = el("div", "citations");
+      cites.append(el("span", "label", null, { key: "citations" }), this.sourceButtons(section.sources));
+      box.append(cites);
+    }
+    return box;
+  }
+
   // The report: from the event while the turn runs (bodies as text), from the server's view after it
-  // (bodies as sanitized HTML).
+  // (bodies as sanitized HTML). It replaces the sections shown so far.
   showReport(report, { rendered = false } = {}) {
-    this.report.replaceChildren();
-    if (report.title) this.report.append(el("h2", "report-title", report.title));
-    for (const section of report.sections) {
-      const box = el("section", "report-section");
-      const head = el("header", "section-head");
-      head.append(el("h3", null, section.heading));
-      if (section.risk_level) {
-        head.append(el("span", `badge risk-${section.risk_level}`, null, { key: `risk.${section.risk_level}` }));
-      }
-      const body = el("div", rendered ? "section-body rendered" : "section-body streaming");
-      if (rendered) setHtml(body, section.html);
-      else body.textContent = section.body;
-      box.append(head, body);
-      if (section.sources && section.sources.length) {
-        const cites = el("div", "citations");
-        cites.append(el("span", "label", null, { key: "citations" }), this.sourceButtons(section.sources));
-        box.append(cites);
-      }
-      this.report.append(box);
-    }
+    const nodes = [];
+    if (report.title) nodes.push(el("h2", "report-title", report.title));
+    for (const section of report.sections) nodes.push(this.sectionBox(section, rendered));
     if (report.missing_facets && report.missing_facets.length) {
-      this.report.append(el("p", "missing", null, { key: "missing", vars: { list: report.missing_facets.join("、") } }));
+      nodes.push(el("p", "missing", null, { key: "missing", vars: { list: report.missing_facets.join("、") } }));
     }
+    this.sectionBoxes = null;
+    this.report.replaceChildren(...nodes);
   }
 
   notice(kind, message) {

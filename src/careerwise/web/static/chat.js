@@ -149,6 +149,9 @@ async function follow(res, answer) {
         answer.think();
         answer.progressStep(data.stage, data.detail);
         break;
+      case "section": // a deep report's section, as soon as it is ready; the report replaces them
+        answer.showSection(data);
+        break;
       case "report":
         answer.stopThinking();
         answer.showReport(data);

@@ -1,0 +1,44 @@
+"""The compact design's pure parts: the design rule as flows read it, and item shortening."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from careerwise.flows.base import FlowOptions
+from careerwise.flows.compact import ITEM_MAX_CHARS, design_of, shortened
+from careerwise.llm.profile import ProviderProfile
+
+
+@dataclass
+class Provider:
+    profile: ProviderProfile
+
+
+def test_the_setting_forces_a_design_and_auto_follows_the_profile_rule() -> None:
+    slow = Provider(ProviderProfile(slow=True, gen_tokens_per_s=8.0, concurrency=1))
+    fast = Provider(ProviderProfile(gen_tokens_per_s=200.0, concurrency=8))
+    assert design_of(FlowOptions(deep_design="auto"), slow) == (
+        "compact",
+        "deep design: compact (provider profile: 8 tokens/s, slow, concurrency 1)",
+    )
+    assert design_of(FlowOptions(deep_design="auto"), fast)[0] == "full"
+    assert design_of(FlowOptions(deep_design="full"), slow) == (
+        "full",
+        "deep design: full (deep_design=full)",
+    )
+    assert design_of(FlowOptions(deep_design="compact"), fast)[0] == "compact"
+    # a fast writer that serves one request at a time still gets the compact design
+    single = Provider(ProviderProfile(gen_tokens_per_s=200.0, concurrency=1))
+    assert design_of(FlowOptions(), single)[0] == "compact"
+
+
+def test_a_long_item_keeps_whole_sentences_only() -> None:
+    short = "每年採用 1 深 2 寬的學習規則"
+    assert shortened(short) == short
+    first = "轉職前先評估可轉移的技能，並列出目前技能的資產與負債。"
+    long = first + "接著選一個方向深耕一年，每季檢查一次進度，" * 4 + "最後再決定要不要換工作。"
+    out = shortened(long)
+    assert out == first and len(out) <= ITEM_MAX_CHARS
+    # one sentence longer than the limit is kept whole, never cut in the middle
+    one = "這是一個" + "非常" * 60 + "長的句子。"
+    assert shortened(one) == one
