@@ -60,8 +60,8 @@ log = logging.getLogger(__name__)
 
 # A facet's reply: two findings and one insight of about forty characters each fit in about a hundred
 # tokens of JSON; the cap keeps a rambling reply from costing more than one short generation, with room
-# for the longer items the small model writes (a reply cut before its closing brace is not JSON).
-COMPACT_MAX_TOKENS = 200
+# for the longest items the schema allows (a reply cut before its closing brace is not JSON).
+COMPACT_MAX_TOKENS = 260
 COMPACT_FINDINGS = 2
 COMPACT_INSIGHTS = 1
 # passages one facet call reads at most (the profile's budget when it is smaller)
@@ -71,9 +71,10 @@ COMPACT_PASSAGE_TOKENS = 240
 ITEM_MAX_CHARS = 80
 # The reply's shape, given to the provider as a JSON schema: on the embedded model a grammar, so the
 # reply is always one well-formed object with at most the items the report keeps, each short enough
-# that the whole object fits in COMPACT_MAX_TOKENS (an item cut by the cap would not be JSON). The
-# findings / insights / risk_level schema is seed 001's; AgentOutput still validates the reply.
-_ITEM = {"type": "string", "minLength": 4, "maxLength": 60}
+# that the whole object fits in COMPACT_MAX_TOKENS. The length bound is loose on purpose: a sentence cut
+# by a tight one is carried on by the model into the next item. The findings / insights / risk_level
+# schema is seed 001's; AgentOutput still validates the reply.
+_ITEM = {"type": "string", "minLength": 4, "maxLength": 100}
 AGENT_SCHEMA: dict[str, object] = {
     "type": "object",
     "properties": {
