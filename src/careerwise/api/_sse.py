@@ -7,10 +7,8 @@ leave the connection idle, and some proxies close a connection that carries noth
 event was sent for ``sse_keepalive_interval`` seconds, a comment line (``: keep-alive``) goes out: the SSE
 format says clients ignore it (chat-api.js does), and it never changes which events arrive or their order.
 
-Batching (issue #10, ``sse_flush_interval_ms``, off by default): a profile of 200 concurrent streams put
-the largest share of the event loop's time in the per-frame ``send()``; measured, fewer writes did not
-change that benchmark (docs/benchmarks.md), but they do cut system calls and packets, so the option is
-here. After the first visible text has been written (at once: the time to first text must not grow),
+Batching (``sse_flush_interval_ms``, off by default) cuts system calls and packets when many streams
+run at once (docs/benchmarks.md has what it did and did not change). After the first visible text has been written (at once: the time to first text must not grow),
 ``delta``, ``progress`` and ``tool_result`` frames that become ready within ``flush_interval`` seconds of
 the first pending one are joined and written together. Every event
 stays its own frame, in order, so a client parses exactly the same stream (DESIGN principle 1); only the
@@ -27,7 +25,7 @@ The response (:class:`EventStreamResponse`) writes the frames straight to the se
 ``StreamingResponse`` does the same work but, under uvicorn (ASGI spec 2.3), through an anyio task group
 (a task, a cancel scope and its bookkeeping a request) to watch for the client leaving; here that is one
 plain asyncio task that cancels the writer when the client goes, so the engine still sees the
-cancellation and stores the turn as cancelled (docs/benchmarks.md, "The fixed work of a turn, part 2").
+cancellation and stores the turn as cancelled.
 """
 
 from __future__ import annotations

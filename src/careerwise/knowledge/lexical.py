@@ -157,8 +157,8 @@ def tokenize(text: str) -> list[str]:
 
 
 def tokenize_with(text: str, *, segment: Callable[[str], Iterable[str]]) -> list[str]:
-    """``tokenize`` with the Chinese pieces (runs of CJK ideographs) cut by ``segment``: the tests and
-    bench/_jieba_memory.py pass plain ``jieba.cut_for_search`` to check and time the compact one."""
+    """``tokenize`` with the Chinese pieces (runs of CJK ideographs) cut by ``segment``: the tests pass
+    plain ``jieba.cut_for_search`` to check the compact one against it."""
     simplified: str = _converter().convert(text.lower())  # type: ignore[attr-defined]
     tokens: list[str] = []
     for piece in _WORD.findall(simplified):

@@ -35,12 +35,9 @@ CENTRED_COLUMN = "centred_vec"
 LANG_COLUMN = "centring_lang"
 CENTRING_TABLE = "knowledge_centring"
 CENTRED_HNSW_INDEX = "ix_chunks_centred_vec_hnsw"
-# Largest relative drift of the means (``drift``) that keeps the stored ones (decision 0011). Was
-# 0.005, measured on the bundled corpus (bench/_centring_drift.py: 98.8% of 281 queries kept the exact
-# top 3). At 100k chunks (bench/_pgsearch_parts.py, session 7) the ranking is more sensitive: a drift
-# of 0.0045-0.005 kept 95.6-97.2% of the top 3s, 0.002-0.003 kept 98.2-99.3%, 0.001 99.1%. At 100k the
-# means move by 0.002 only after an ingest of some 5-10% of the corpus (1% moved them by under 0.001),
-# whose embedding takes about as long as the rebuild it then triggers (7-8 minutes of UPDATE at 100k).
+# Largest relative drift of the means (``drift``) that keeps the stored ones: below it the rankings keep
+# their top 3 for nearly every query, and the means only move this far after a large ingest, whose
+# embedding costs about as much as the rebuild it triggers (decision 0011 has the measurements).
 CENTRING_TOLERANCE = 0.002
 _LOCK_KEY = 0x63656E74  # pg_advisory_xact_lock: one process (re)centres at a time
 _BATCH = 5000

@@ -216,17 +216,10 @@ DEFAULT_SYSTEM = "You are Qwen, created by Alibaba Cloud. You are a helpful assi
 
 # The tool block, placed BEFORE the caller's system prompt. Worded to authorise, not to command: the
 # caller's prompt says when a search is worth it; this block says what the tools are and how to call one.
-# Measured with bench/local_model_probe.py and a first-token probe (P(output starts a call) at T=0.7):
-#   - appended AFTER the career prompt (as Qwen's own template does), no wording we tried got the model to
-#     call at all: P(call) <= 0.02 on every seed question, including "Summer 對跳槽加薪有什麼看法？", which it
-#     then answered by inventing Summer's views;
-#   - placed first, the persona's own "use searchKnowledge when you need Summer's views" rule takes effect:
-#     P(call) ~0.5-0.9 for the Summer question, ~0.01-0.04 for 「面試要穿什麼？」;
-#   - the "only when the answer needs information only the tool has" sentence is the best generic
-#     discriminator we found; "Do not use a tool for ..." raised tool use everywhere; a closing reminder of
-#     the JSON format after the persona made the model call for almost every question.
-# The 1.5B model's judgment stays coarse (it also searches for some general questions and rarely for
-# 「怎麼談薪水？」); see the probe's report.
+# It comes first because the small model only follows the persona's "use searchKnowledge when you need
+# Summer's views" rule when the tools are described before it; the "only when the answer needs
+# information only the tool has" sentence is the generic rule that keeps it from searching for
+# everything. The first-token probes behind both choices: `git show 90235c6:bench/local_model_probe.py`.
 TOOLS_HEADER = (
     "# Tools\n\n"
     "You can use these tools (name, description, JSON Schema of the arguments):\n"
@@ -319,8 +312,8 @@ def render_prompt(
 def _import_llama() -> type[Llama]:
     # OMP_WAIT_POLICY must be set before llama_cpp (and its libgomp) is loaded: with the default ACTIVE
     # policy the OpenMP workers spin between tokens and fight the asyncio thread for the few cores we
-    # have; measured generation speed then swings between 0.5 and 25 tok/s. setdefault keeps an
-    # operator's explicit choice. This and config.py are the only places that touch os.environ.
+    # have, and generation speed swings by an order of magnitude. setdefault keeps an operator's
+    # explicit choice.
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     try:
         from llama_cpp import Llama
@@ -364,7 +357,7 @@ def _model_params(*, repack_weights: bool) -> Iterator[None]:
 
     The extra buffer types are the CPU backend's repacked copies of the weights (interleaved blocks for
     the AVX2/AVX-512 kernels): about 600 MB private to each process for the packaged model, which buy
-    about 1.2x generation speed (docs/benchmarks.md, 2026-12-01). ``llama_cpp.Llama`` has no argument
+    faster generation (docs/local-model.md). ``llama_cpp.Llama`` has no argument
     for them and builds its parameters from ``llama_model_default_params()``, so that factory is wrapped
     for the duration of the construction (one construction at a time in this process: the lock).
     On (the default) nothing is touched."""

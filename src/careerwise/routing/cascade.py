@@ -358,8 +358,8 @@ class CascadeRouter:
         """The no-LLM guess and why: the best intent if it cleared its own threshold (only the margin
         failed) or its lower *guess* bar (``thresholds.fit_guess``: above it the best intent is right at
         least half the time on the unsure calibration points), else career, the default when unsure.
-        Until 2026-11-30 every unsure message below its threshold was career: 42 % right on the blind
-        set, where small talk, casual resume requests and questions about the sessions were unsure."""
+        The guess bars exist because "unsure means career" is wrong for whole kinds of message (small
+        talk, casual resume requests, questions about the sessions); docs/routing.md has the figures."""
         if not self.trusted:
             return "career", "untrusted thresholds: the default"
         if best_score >= threshold:
