@@ -40,13 +40,12 @@ from careerwise.flows.base import FlowContext, FlowOptions
 # the facet search, roles and headings are the full design's
 from careerwise.flows.parallel import (
     ACTIONS_HEADING,
-    FACET_SEARCH_K,
-    FACET_TOP_K,
     FACETS,
     MISSING,
     AgentOutput,
     AgentResult,
     facet_queries,
+    facet_search,
 )
 from careerwise.knowledge.fence import fenced, head_line
 from careerwise.knowledge.index import Hit
@@ -254,28 +253,13 @@ class SectionGuard:
 
 
 async def run_compact(ctx: FlowContext, budget: Budget, emit: Emit, out: CompactOutcome) -> None:
-    kb = ctx.kb
-    assert kb is not None
     zh = ctx.zh
     queries = facet_queries(ctx.message, zh)
-    emit(ProgressEvent(stage="facet_search", detail=" | ".join(queries)))
-    t0 = time.perf_counter()
-    try:
-        found = await kb.search_many(
-            queries,
-            top_k=FACET_SEARCH_K,
-            candidates=max(ctx.settings.rerank_candidates, FACET_SEARCH_K),
-            domains=[[f.domain] for f in FACETS],
-        )
-    except Exception:
-        log.exception("compact: the facet search failed")
+    searched = await facet_search(ctx, queries, emit, "compact")
+    if searched is None:
         out.knowledge_failed = True
         return
-    finally:
-        ctx.state.timings["facet_search_ms"] = 1000 * (time.perf_counter() - t0)
-    facet_hits, off_domain = report_guards.relevant_facet_hits(
-        [res.hits for res in found], report_guards.user_messages(ctx), top_k=FACET_TOP_K
-    )
+    facet_hits, off_domain = searched
     if off_domain:
         dropped_hits = "; ".join(f"{h.chunk.document_id} ({h.chunk.domain})" for h in off_domain)
         log.info("compact: facet hits written for another audience: %s", dropped_hits)

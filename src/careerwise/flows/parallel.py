@@ -544,10 +544,15 @@ async def _stored_resume(ctx: FlowContext, emit: Emit) -> PromptResume | None:
     return resume
 
 
-async def run_parallel(ctx: FlowContext, budget: Budget, emit: Emit, out: ParallelOutcome) -> None:
+async def facet_search(
+    ctx: FlowContext, queries: list[str], emit: Emit, flow: str
+) -> tuple[list[list[Hit]], list[Hit]] | None:
+    """The facet queries (``facet_queries``) searched in one batch, each in its facet's domain: every
+    facet's hits without those written for an audience the user never names
+    (``report_guards.relevant_facet_hits``), and the dropped ones; None when the search raised
+    (logged; the caller reports it)."""
     kb = ctx.kb
     assert kb is not None
-    queries = facet_queries(ctx.message, ctx.zh)
     emit(ProgressEvent(stage="facet_search", detail=" | ".join(queries)))
     t0 = time.perf_counter()
     try:
@@ -558,14 +563,21 @@ async def run_parallel(ctx: FlowContext, budget: Budget, emit: Emit, out: Parall
             domains=[[f.domain] for f in FACETS],
         )
     except Exception:
-        log.exception("parallel: the facet search failed")
-        out.knowledge_failed = True
-        return
+        log.exception("%s: the facet search failed", flow)
+        return None
     finally:
         ctx.state.timings["facet_search_ms"] = 1000 * (time.perf_counter() - t0)
-    facet_hits, off_domain = report_guards.relevant_facet_hits(
+    return report_guards.relevant_facet_hits(
         [res.hits for res in found], report_guards.user_messages(ctx), top_k=FACET_TOP_K
     )
+
+
+async def run_parallel(ctx: FlowContext, budget: Budget, emit: Emit, out: ParallelOutcome) -> None:
+    searched = await facet_search(ctx, facet_queries(ctx.message, ctx.zh), emit, "parallel")
+    if searched is None:
+        out.knowledge_failed = True
+        return
+    facet_hits, off_domain = searched
     if off_domain:  # counted on the report (guards.off_domain_hits), named here
         dropped = "; ".join(f"{h.chunk.document_id} ({h.chunk.domain})" for h in off_domain)
         log.info("parallel: facet hits written for another audience: %s", dropped)
