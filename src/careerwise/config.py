@@ -102,6 +102,12 @@ class Settings(BaseSettings):
         "question are kept (see passage_scope). Unset: 320 on a slow provider, whole passages otherwise; 0: "
         "whole passages.",
     )
+    answer_quotes: Literal["auto", "on", "off"] = Field(
+        default="auto",
+        description="Before a grounded answer, show the retrieved passages' sentences that best answer the "
+        "question, verbatim with their article's title (knowledge/quotes.py, decision 0023): on, off, or "
+        "auto (on for a slow provider, whose small model paraphrases Summer's rules and figures away).",
+    )
     passage_scope: Literal["chunk", "article"] = Field(
         default="chunk",
         description="What a passage budget cuts: each retrieved chunk (chunk) or, per article the search "

@@ -45,10 +45,17 @@ class RouteEvent(_Event):
     )
 
 
+# the phase of a delta that quotes the articles' own sentences after the search (decision 0023)
+QUOTE_PHASE = 2
+
+
 class DeltaEvent(_Event):
     type: Literal["delta"] = "delta"
     text: str
-    phase: int = Field(description="1: the first LLM round (path B); 3: after tool results (path A).")
+    phase: int = Field(
+        description="1: the first LLM round (path B); 3: after tool results (path A); 2: the articles' own "
+        "sentences quoted after the search, before the grounded answer (decision 0023)."
+    )
     notice: bool = Field(default=False, description="True for the text-then-tool notice line.")
 
 

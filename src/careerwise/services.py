@@ -181,6 +181,7 @@ class ProviderRegistry:
             profile=provider_profile(s, slow=s.llm_slow, tool_calling="native", declared=name != "fallback"),
             measure_speed=measures_speed(s, declared=name != "fallback"),
             detect_concurrency=name == "fallback" or s.llm_concurrency is None,
+            detect_grammar=True,
         )
 
     def build(self, name: str, model: str) -> LLMProvider:
@@ -312,6 +313,7 @@ def provider_profile(
         tool_calling=tool_calling,
         passage_budget_tokens=budget or None,
         slow=slow,
+        answer_quotes=settings.answer_quotes == "on" or (settings.answer_quotes == "auto" and slow),
         prompt_tokens_per_s=prompt_tps,
         gen_tokens_per_s=gen_tps,
         concurrency=concurrency or (1 if embedded else FULL_DESIGN_MIN_CONCURRENCY),

@@ -26,7 +26,7 @@ import pytest
 from careerwise.config import Settings
 from careerwise.engine import TurnRequest
 from careerwise.evals import answers as ev
-from careerwise.events import DeltaEvent, DoneEvent
+from careerwise.events import DeltaEvent, DoneEvent, ToolCallEvent
 from careerwise.llm.accumulator import ToolCallAccumulator
 from careerwise.llm.local import ensure_model_file
 from careerwise.llm.openai_provider import OpenAIProvider
@@ -186,10 +186,10 @@ async def test_repeated_deltas_make_one_call_and_the_follow_up_is_accepted(serve
 async def test_the_engine_through_the_server_searches_and_answers_clean_counted_text(
     server: str, make_services: Callable[..., Services]
 ) -> None:
-    """The same turn as on the embedded model, through llama.cpp's server: the answer is Traditional
-    Chinese without machinery, and usage (which the server does not report) is counted as an estimate.
-    Whether the model searches here is its own choice (the server takes no call-or-text grammar from us
-    yet), so it is not asserted."""
+    """The same turn as on the embedded model, through llama.cpp's server: the provider finds a llama.cpp
+    server and sends the call-or-text grammar, the model searches for a question one article plainly
+    answers (greedy decoding), the answer is Traditional Chinese without machinery, and usage (which the
+    server does not report) is counted as an estimate."""
     services = make_services(
         llm_base_url=server,
         llm_model="local",
@@ -212,6 +212,9 @@ async def test_the_engine_through_the_server_searches_and_answers_clean_counted_
     ]
     done = events[-1]
     assert isinstance(done, DoneEvent) and done.status == "ok", events[-3:]
+    assert profile_of(services.provider).tool_calling == "constrained"
+    calls = [e for e in events if isinstance(e, ToolCallEvent)]
+    assert [c.name for c in calls] == ["searchKnowledge"], events
     shown = "".join(e.text for e in events if isinstance(e, DeltaEvent))
     assert shown.strip()
     assert ev.find_leaks(shown) == [], shown

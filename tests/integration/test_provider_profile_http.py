@@ -7,13 +7,15 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from careerwise.errors import LLMError
 from careerwise.events import ProgressEvent, ReportEvent
+from careerwise.llm.grammar import call_or_text
 from careerwise.llm.openai_provider import OpenAIProvider, StreamCutError
 from careerwise.llm.profile import ProviderProfile, profile_of
-from careerwise.llm.types import ChatMessage, CompletionRequest
+from careerwise.llm.types import ChatMessage, CompletionRequest, ToolSpec
 from careerwise.services import Services
 from careerwise.tracing.background import LLM_STREAM_CUT, failure_counts
 from tests.fakes.fake_llm import FakeLLM, Reply, text
@@ -53,6 +55,41 @@ async def test_a_llama_cpp_server_is_detected_and_gets_concurrency_1(fake_llm: F
         assert p.profile.concurrency == 3
         assert await collect(p) == "好的。"
         assert p.profile.concurrency == 1 and p.profile.design == "compact"
+    finally:
+        await p.aclose()
+
+
+TOOLS_REQUEST = CompletionRequest(
+    messages=[ChatMessage(role="user", content="怎麼談薪水？")],
+    tools=[ToolSpec(name="searchKnowledge", description="search", parameters={"type": "object"})],
+    tool_choice="auto",
+    max_tokens=64,
+)
+
+
+async def test_a_llama_cpp_server_gets_the_call_or_text_grammar_with_tools_offered(fake_llm: FakeLLM) -> None:
+    """A llama.cpp server's model writes its calls as text: a request offering tools with tool_choice
+    auto carries the grammar that keeps both branches open; one without tools, or with tool_choice none,
+    does not, and the concurrency stays as declared."""
+    fake_llm.owned_by = "me"  # llama-cpp-python's server
+    p = provider(fake_llm, profile=ProviderProfile(concurrency=3), detect_grammar=True)
+    try:
+        [c async for c in p.stream(TOOLS_REQUEST)]
+        [c async for c in p.stream(REQUEST)]
+        [c async for c in p.stream(replace(TOOLS_REQUEST, tool_choice="none"))]
+        with_tools, plain, none = fake_llm.requests
+        assert with_tools["grammar"] == call_or_text(["searchKnowledge"])
+        assert "grammar" not in plain and "grammar" not in none
+        assert p.profile.tool_calling == "constrained" and p.profile.concurrency == 3
+    finally:
+        await p.aclose()
+
+
+async def test_another_server_gets_no_grammar(fake_llm: FakeLLM) -> None:
+    p = provider(fake_llm, profile=ProviderProfile(), detect_grammar=True)
+    try:
+        [c async for c in p.stream(TOOLS_REQUEST)]
+        assert "grammar" not in fake_llm.requests[0] and p.profile.tool_calling == "native"
     finally:
         await p.aclose()
 

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import select
 
 from careerwise.engine import TurnRequest
 from careerwise.events import DegradedEvent, DeltaEvent, DoneEvent, ErrorEvent, ToolCallEvent, ToolResultEvent
+from careerwise.routing.router import RouteDecision
 from careerwise.services import Services
 from careerwise.store import Message, ToolCallRecord, Trace
 from tests.conftest import ready
@@ -334,3 +336,72 @@ async def test_a_failed_history_read_ends_the_turn_as_an_error_not_a_pending_rep
     # the conversation is not left busy: the next message is answered
     again = await run_turn(services, "那要準備多久？", conversation_id=conv)
     assert again[-1].status == "ok" and answer(again) == "第三題的回答。"
+
+
+async def tool_use_turn(services: Services, message: str) -> list[Any]:
+    """A turn sent straight to the tool-use flow, whatever the router would make of the message."""
+    career = RouteDecision(intent="career", tier="simple", layer="test", reasons=["the tool-use flow"])
+    flow = services.engine.flows.lookup("career", "simple")
+    return await run_turn(services, message, route=career, flow=flow)
+
+
+async def test_a_slow_provider_shows_the_articles_own_sentences_before_the_answer(
+    fake_llm: FakeLLM, make_services: Callable[..., Services]
+) -> None:
+    """Decision 0023: on a slow provider the search's best sentences come verbatim, as a phase-2 delta,
+    between the tool result and the model's answer; the stored answer holds them; the model's prompt
+    does not (it reads the passages as before)."""
+    fake_llm.script(
+        tool_calls(Call(SEARCH, {"query": "談薪水 開口 數字"}, id="call_1")),
+        text("先做功課，再開口。", chunk_size=2),
+    )
+    services = make_services(llm_slow=True, answer_quotes="auto")
+    events = await tool_use_turn(services, "談薪水的時候，第一個開口的數字要怎麼定？")
+    assert kinds(events) == ["route", "tool_call", "tool_result", "delta", "done"]
+    deltas = [e for e in events if isinstance(e, DeltaEvent)]
+    quote, *model = deltas
+    assert quote.phase == 2 and all(d.phase == 3 for d in model)
+    assert quote.text.startswith("**Summer 的文章怎麼說**\n> 「")
+    result = next(e for e in events if isinstance(e, ToolResultEvent))
+    titles = {s.title for s in result.sources}
+    assert any(f"《{t}》" in quote.text for t in titles)
+    # every quoted sentence is the article's own text
+    corpus = " ".join(
+        p.read_text(encoding="utf-8")
+        for p in (Path(__file__).parents[2] / "src/careerwise/data/corpus").glob("*.md")
+    )
+    for line in quote.text.splitlines()[1:]:
+        if line.startswith("> 「"):
+            said = line[3 : line.index("」——《")].rstrip("…")
+            assert said in corpus, said
+    assert "".join(d.text for d in model) == "先做功課，再開口。"
+    assert "Summer 的文章怎麼說" not in json.dumps(fake_llm.requests[1]["messages"], ensure_ascii=False)
+    async with services.db.session() as s:
+        stored = (await s.execute(select(Message.content).where(Message.role == "assistant"))).scalars().all()
+    assert stored and stored[-1].startswith("**Summer 的文章怎麼說**")
+
+
+async def test_a_fast_provider_or_quotes_off_shows_only_the_models_answer(
+    fake_llm: FakeLLM, make_services: Callable[..., Services]
+) -> None:
+    for settings in ({}, {"llm_slow": True, "answer_quotes": "off"}):
+        fake_llm.reset()
+        fake_llm.script(
+            tool_calls(Call(SEARCH, {"query": "談薪水 開口 數字"}, id="call_1")),
+            text("先做功課，再開口。", chunk_size=2),
+        )
+        events = await tool_use_turn(make_services(**settings), "談薪水的時候，第一個開口的數字要怎麼定？")
+        assert answer(events) == "先做功課，再開口。", settings
+        assert not any(e.phase == 2 for e in events if isinstance(e, DeltaEvent))
+
+
+async def test_a_question_the_articles_do_not_answer_gets_no_quote(
+    fake_llm: FakeLLM, make_services: Callable[..., Services]
+) -> None:
+    fake_llm.script(
+        tool_calls(Call(SEARCH, {"query": "京都 賞楓 行程"}, id="call_1")),
+        text("這不在我的專業範圍。", chunk_size=2),
+    )
+    events = await tool_use_turn(make_services(llm_slow=True), "京都賞楓的三天兩夜行程怎麼排比較好？")
+    assert any(isinstance(e, ToolResultEvent) for e in events)
+    assert not any(e.phase == 2 for e in events if isinstance(e, DeltaEvent))

@@ -26,6 +26,7 @@ from typing import Any
 
 from careerwise.evals import deep_checks
 from careerwise.events import (
+    QUOTE_PHASE,
     DeltaEvent,
     DoneEvent,
     ErrorEvent,
@@ -191,6 +192,9 @@ class AnswerResult:
     cited_gold: bool = False
     points_hit: list[str] = field(default_factory=list)
     points_missed: list[str] = field(default_factory=list)
+    # key points in the model's own text, leaving out the articles' quoted sentences (a phase-2 delta)
+    points_in_model_text: list[str] = field(default_factory=list)
+    first_model_text_s: float | None = None
     contradictions: list[str] = field(default_factory=list)
     leaks: list[str] = field(default_factory=list)
     simplified: list[str] = field(default_factory=list)
@@ -240,6 +244,7 @@ async def score_events(
     """Read one turn's events to the end and score the answer they make."""
     result = AnswerResult(id=item.id, lang=item.lang, covered=item.covered, question_tier=item.tier)
     text: list[str] = []
+    model_text: list[str] = []
     sources: list[str] = []
     tool_sources: list[str] = []
     report: list[tuple[str, str, list[str]]] | None = None
@@ -265,6 +270,10 @@ async def score_events(
                     result.first_text_s = first_delta_s
                 if not event.notice:
                     text.append(event.text)
+                if not event.notice and event.phase != QUOTE_PHASE:
+                    model_text.append(event.text)
+                    if result.first_model_text_s is None and event.text.strip():
+                        result.first_model_text_s = time.perf_counter() - started
             case SectionEvent():  # a deep report's first section is its first text on the page
                 if result.first_text_s is None:
                     result.first_text_s = time.perf_counter() - started
@@ -310,8 +319,11 @@ async def score_events(
     result.sources = list(dict.fromkeys(sources))
     result.cited_gold = bool(set(item.gold) & set(result.sources))
     flat = normalise(answer)
+    own = normalise("".join(model_text)) if not item.deep else flat
     for kp in item.key_points:
         (result.points_hit if kp.hit(flat) else result.points_missed).append(kp.point)
+        if kp.hit(own):
+            result.points_in_model_text.append(kp.point)
     result.contradictions = [c.fact for c in item.must_not if c.found(flat)]
     result.leaks = find_leaks(answer)
     result.simplified = detect_simplified(answer)
@@ -337,12 +349,23 @@ def summarise(results: Sequence[AnswerResult]) -> dict[str, Any]:
     coverages = [r.coverage for r in covered if r.coverage is not None]
     first_b = [r.first_text_s for r in results if r.first_text_s is not None and not r.searched]
     first_a = [r.first_text_s for r in results if r.first_text_s is not None and r.searched]
+    model_a = [r.first_model_text_s for r in results if r.first_model_text_s is not None and r.searched]
     simple = [r.total_s for r in results if r.flow == "career-simple"]
     return {
         "questions": len(results),
         "covered": len(covered),
         "grounded_pct": _pct([float(r.grounded) for r in covered]),
         "key_point_coverage_pct": _pct(coverages),
+        "key_point_coverage_model_text_pct": _pct(
+            [
+                len(r.points_in_model_text) / len(r.points_hit + r.points_missed)
+                for r in covered
+                if r.coverage is not None
+            ]
+        ),
+        "quoted_answers": sum(
+            r.first_model_text_s != r.first_text_s for r in results if r.first_text_s is not None
+        ),
         "searched_covered_pct": _pct([float(r.searched) for r in covered]),
         "searched_uncovered_pct": _pct([float(r.searched) for r in uncovered]),
         "cited_gold_pct": _pct([float(r.cited_gold) for r in covered]),
@@ -361,6 +384,7 @@ def summarise(results: Sequence[AnswerResult]) -> dict[str, Any]:
             "p95": _quantile(first_a, 0.95),
             "n": len(first_a),
         },
+        "first_model_text_a_s": _timing(model_a),
         "total_simple_s": {"p50": _quantile(simple, 0.5), "p95": _quantile(simple, 0.95), "n": len(simple)},
     } | ({"deep": summarise_deep(deep)} if (deep := [r for r in results if r.question_tier]) else {})
 
@@ -464,14 +488,17 @@ def format_table(results: Sequence[AnswerResult], summary: dict[str, Any]) -> st
     rows += [
         "",
         f"grounded (gold cited, >= 50 % of key points): {s['grounded_pct']} % of {s['covered']} covered",
-        f"key-point coverage: {s['key_point_coverage_pct']} %   gold cited: {s['cited_gold_pct']} %",
+        f"key-point coverage: {s['key_point_coverage_pct']} % (in the model's own text "
+        f"{s['key_point_coverage_model_text_pct']} %; {s['quoted_answers']} answers began with quotes)   "
+        f"gold cited: {s['cited_gold_pct']} %",
         f"searched: {s['searched_covered_pct']} % of covered, {s['searched_uncovered_pct']} % of uncovered",
         f"answers with leaks {s['leaks']}, Simplified {s['simplified_answers']}, "
         f"mainland wording {s['mainland_answers']}, contradictions {s['contradictions']}, "
         f"not ok {s['errors']}",
         f"first text, path B: p50 {s['first_text_b_s']['p50']} s p95 {s['first_text_b_s']['p95']} s "
         f"(n={s['first_text_b_s']['n']}); path A: p50 {s['first_text_a_s']['p50']} s "
-        f"p95 {s['first_text_a_s']['p95']} s (n={s['first_text_a_s']['n']})",
+        f"p95 {s['first_text_a_s']['p95']} s (n={s['first_text_a_s']['n']}); the model's own first text on "
+        f"path A: p50 {s['first_model_text_a_s']['p50']} s",
         f"whole simple answer: p50 {s['total_simple_s']['p50']} s p95 {s['total_simple_s']['p95']} s",
     ]
     table = "\n".join(rows) + "\n"

@@ -19,8 +19,9 @@ from typing import Any
 
 from careerwise import prompts
 from careerwise.errors import LLMError, LLMToolsUnsupportedError, ToolArgumentsError
-from careerwise.events import DegradedEvent, DeltaEvent, Event, ToolCallEvent, ToolResultEvent
+from careerwise.events import QUOTE_PHASE, DegradedEvent, DeltaEvent, Event, ToolCallEvent, ToolResultEvent
 from careerwise.flows.base import FlowContext
+from careerwise.knowledge import quotes
 from careerwise.llm.accumulator import ToolCallAccumulator
 from careerwise.llm.guard import BufferGuard
 from careerwise.llm.profile import profile_of
@@ -36,6 +37,9 @@ from careerwise.tools.registry import Resolution, Tool, ToolOutput
 from careerwise.tracing import background
 
 log = logging.getLogger(__name__)
+
+# quotes shown before a grounded answer, across the turn's tool calls (decision 0023)
+QUOTES_SHOWN = 3
 
 
 @dataclass
@@ -197,6 +201,7 @@ def _prepare(
     """``message``: the user's message, for a tool that searches it beside its arguments (``""``: none;
     see ``_searchable_message``)."""
     tool = offered.get(call.name)
+    profile = profile_of(ctx.provider)
     error: str | None = None
     resolution: Resolution | None = None
     requested: dict[str, Any] = {}
@@ -211,7 +216,8 @@ def _prepare(
             resolution = replace(
                 tool.resolve(requested, ctx.settings),
                 message=message,
-                budget_tokens=profile_of(ctx.provider).passage_budget_tokens,
+                budget_tokens=profile.passage_budget_tokens,
+                quotes=profile.answer_quotes,
             )
         except ToolArgumentsError as exc:
             error = str(exc)
@@ -315,6 +321,7 @@ async def tool_use_flow(ctx: FlowContext) -> AsyncIterator[Event]:
     ]
     tool_rounds = 0
     retry_tools = True
+    quoted = False
     while True:
         final = not specs or not retry_tools or tool_rounds >= opts.max_tool_rounds
         phase = 1 if tool_rounds == 0 else 3
@@ -409,3 +416,12 @@ async def tool_use_flow(ctx: FlowContext) -> AsyncIterator[Event]:
                 )
         if failed_run:
             yield DegradedEvent(reason="tool_failed", message=prompts.line("tool_failed", ctx.zh))
+        if not quoted and profile_of(ctx.provider).answer_quotes:
+            chosen = [q for output, _, _ in results if output is not None for q in output.quotes]
+            if chosen:
+                # Summer's own sentences, shown while the model reads the passages (decision 0023). They
+                # are not the model's text: a phase-3 failure before its first token may still retry.
+                quoted = True
+                if ctx.state.first_text_ms is None:
+                    ctx.state.first_text_ms = ctx.state.elapsed_ms()
+                yield DeltaEvent(text=quotes.render(chosen[:QUOTES_SHOWN], ctx.zh), phase=QUOTE_PHASE)

@@ -338,6 +338,21 @@ class KnowledgeBase:
         await asyncio.to_thread(embedder.embed_queries, [text])
         return True
 
+    async def similarities(self, query: str, texts: Sequence[str]) -> list[float]:
+        """The cosine similarity of each of ``texts`` (embedded as passages) with ``query`` (embedded as a
+        query, from the query cache when the search embedded it already), on a worker thread."""
+        if not texts:
+            return []
+        embedder = self.embedder
+
+        def run() -> list[float]:
+            q = embedder.embed_queries([query])[0]
+            m = embedder.embed_passages(list(texts))
+            norms = np.linalg.norm(m, axis=1) * float(np.linalg.norm(q))
+            return [float(v) for v in (m @ q) / np.maximum(norms, 1e-12)]
+
+        return await asyncio.to_thread(run)
+
     def article_sections(self, document_id: str) -> list[tuple[str, str]]:
         """One article's chunks in order, as (section heading, text): what a passage digest is cut from
         (``knowledge.passages.article_digest``). Empty when the article is not in the loaded index."""

@@ -18,6 +18,7 @@ import openai
 
 from careerwise.errors import LLMError, LLMTimeoutError, LLMToolsUnsupportedError, LLMUnavailableError
 from careerwise.llm.clean import estimate_tokens, request_text
+from careerwise.llm.grammar import call_or_text
 from careerwise.llm.profile import DEFAULT_PROFILE, ProviderProfile, measured
 from careerwise.llm.types import CompletionRequest, StreamChunk, StreamPacing, ToolCallDelta, Usage
 from careerwise.loadwatch import StreamPace
@@ -65,15 +66,22 @@ class OpenAIProvider:
         profile: ProviderProfile = DEFAULT_PROFILE,
         measure_speed: bool = True,
         detect_concurrency: bool = False,
+        detect_grammar: bool = False,
     ) -> None:
         """``measure_speed``: fold each call's speeds into ``profile`` (not when they are declared).
         ``detect_concurrency``: before the first call, ask ``GET /models`` whether the server is a
-        llama.cpp server, which serves one request at a time (not when the concurrency is declared)."""
+        llama.cpp server, which serves one request at a time (not when the concurrency is declared).
+        ``detect_grammar``: the same question, for the tool calls: a llama.cpp server's model writes its
+        calls as text, so a request that offers tools with ``tool_choice`` auto carries the call-or-text
+        grammar (``llm/grammar.py``) and the profile says ``constrained``."""
         self.name = "openai-compatible"
         self.model = model
         self.profile = profile
         self._measure = measure_speed
-        self._detect_pending = detect_concurrency and profile.concurrency > 1
+        self._detect_concurrency = detect_concurrency and profile.concurrency > 1
+        self._detect_pending = self._detect_concurrency or detect_grammar
+        self._detect_grammar = detect_grammar
+        self._grammar = False  # a llama.cpp server that takes the call-or-text grammar
         self._detecting: asyncio.Lock | None = None
         # requests being streamed, and how many were started: a stream cut off while a later one had
         # started was cut by that one (a server serving one request at a time)
@@ -112,6 +120,9 @@ class OpenAIProvider:
         if request.tools:
             body["tools"] = [t.to_openai() for t in request.tools]
             body["tool_choice"] = request.tool_choice
+            if self._grammar and request.tool_choice == "auto" and request.json_schema is None:
+                # both branches stay open: the model still chooses between a call and an answer
+                body["grammar"] = call_or_text([t.name for t in request.tools])
         if request.json_schema is not None:
             # OpenAI, llama.cpp's server and vLLM constrain the reply to the schema; the caller still
             # validates the reply, so a server that ignores the field costs at most a retry
@@ -143,9 +154,17 @@ class OpenAIProvider:
                 count_failure(LLM_PROFILE_PROBE)
                 return
             self._detect_pending = False
-            if is_llama_cpp(body, server):
+            if not is_llama_cpp(body, server):
+                return
+            if self._detect_concurrency:
                 self.profile = dataclasses.replace(self.profile, concurrency=1)
                 log.info("%s: a llama.cpp server: one request at a time (concurrency 1)", self.name)
+            if self._detect_grammar:
+                self._grammar = True
+                self.profile = dataclasses.replace(self.profile, tool_calling="constrained")
+                log.info(
+                    "%s: a llama.cpp server: tool calls constrained by a call-or-text grammar", self.name
+                )
 
     def _idle_event(self) -> asyncio.Event:
         loop = asyncio.get_running_loop()

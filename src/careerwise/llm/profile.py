@@ -13,6 +13,8 @@ it through :func:`profile_of` (which looks through the wrappers every provider i
   passages. The tool keeps the sentences most related to the question within it.
 - ``slow``: generation in single-digit tokens a second. A medium-tier question is then answered by the
   streamed tool-use flow instead of the prompt chain (decision 0014), so text shows in seconds.
+- ``answer_quotes``: a grounded answer starts with the passages' sentences that best answer the
+  question, verbatim (``knowledge/quotes.py``, decision 0023); on for a slow provider by default.
 - ``prompt_tokens_per_s`` / ``gen_tokens_per_s``: how fast the provider reads a prompt and writes
   tokens; ``None`` while unknown. Declared in the settings or measured from the provider's own calls
   (``llm/local.py``, ``llm/openai_provider.py``).
@@ -62,6 +64,7 @@ class ProviderProfile:
     tool_calling: ToolCalling = "native"
     passage_budget_tokens: int | None = None
     slow: bool = False
+    answer_quotes: bool = False
     prompt_tokens_per_s: float | None = None
     gen_tokens_per_s: float | None = None
     concurrency: int = FULL_DESIGN_MIN_CONCURRENCY

@@ -7,6 +7,7 @@ from typing import Any, Protocol
 
 from careerwise.assistant_settings import AssistantSettings
 from careerwise.events import Source
+from careerwise.knowledge.quotes import Quote
 from careerwise.llm.types import ToolSpec
 
 
@@ -22,6 +23,9 @@ class Resolution:
     message: str = ""
     # tokens of passages the provider should read (its profile); None: whole passages. Set by the flow.
     budget_tokens: int | None = None
+    # whether the output should carry the passages' best sentences to quote (the provider's profile says
+    # so: decision 0023). Set by the flow.
+    quotes: bool = False
 
 
 @dataclass(frozen=True)
@@ -29,6 +33,9 @@ class ToolOutput:
     content: str  # what the model reads
     returned: int
     sources: list[Source] = field(default_factory=list)
+    # sentences of the passages that best answer the question, verbatim (knowledge/quotes.py); the flow
+    # shows them where the provider's profile says so
+    quotes: tuple[Quote, ...] = ()
 
 
 class Tool(Protocol):

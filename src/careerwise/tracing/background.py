@@ -35,6 +35,7 @@ KNOWLEDGE_UPLOAD_CLEANUP = "knowledge_upload_cleanup"  # an upload's staging fol
 DEEP_TASK_AFTER_CLOSE = "deep_task_after_close"  # a deep flow's task failed after its reader had gone
 LLM_STREAM_CUT = "llm_stream_cut"  # a server cut a stream off when another request started
 LLM_PROFILE_PROBE = "llm_profile_probe"  # GET /models, to tell a llama.cpp server, failed
+QUOTE_SIMILARITY = "quote_similarity"  # embedding the quote candidates failed (word overlap chose)
 TASKS = (
     LOCAL_MODEL_WARM,
     LOOP_LAG_PROBE,

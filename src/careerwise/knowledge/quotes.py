@@ -1,0 +1,156 @@
+"""Summer's own words for an answer: the retrieved passages' sentences that best answer the question.
+
+A small model that reads Summer's passages still paraphrases them into generic advice and drops her
+named rules and figures. The quotes keep those: a few sentences, taken verbatim from the passages the
+search returned, shown to the user with the article's title next to the model's answer (decision 0023).
+Nothing is generated: a quote is a sentence of the article as it stands, cut only at a clause boundary
+and marked with "…" where it is cut.
+
+Selection (:func:`candidates`, then :func:`choose`):
+
+* only passages whose own dense or BM25 score clears the relevance gate's bars (the bars the coverage
+  note uses), so a question the articles do not answer gets no quote;
+* her statements only: no question, no line that is wholly someone else's quoted words;
+* in the language of the question: passages in another script are not quoted to a reader who asked in
+  English (most of the corpus is in Traditional Chinese), unless ``cross_language`` says so;
+* a sentence's score is its embedding's cosine similarity with the question's, plus a bonus for a
+  figure or a named rule (digits, 「」), which is what a small model drops when it paraphrases; without
+  similarities (no embedder) its overlap with the question's words, and a sentence sharing no word with
+  the question is not quoted;
+* at most ``limit`` sentences, at most ``per_article`` from one article, each at most ``max_chars``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from careerwise.knowledge.passages import GAP, sentences
+
+_SPECIFIC = re.compile(r"\d|[「『]")
+_CJK = re.compile(r"[\u4e00-\u9fff]")
+# list markers, heading marks, emphasis and the closing bracket of a quoted question that the sentence
+# split leaves at a sentence's start: noise inside a quotation
+_LEAD = re.compile(r"^\s*(?:#+\s*|[-*•]\s+|\d+[.、)]\s*|>\s*|[」』]\s*)")
+_CLAUSE = re.compile(r"(?<=[，、：；,;:])")
+
+
+@dataclass(frozen=True)
+class Quote:
+    text: str
+    document_id: str
+    title: str
+
+
+@dataclass(frozen=True)
+class Passage:
+    """What a quote can come from: a search hit's text, its article, and whether the hit is strong
+    enough to be quoted (its own score clears the relevance gate's bars)."""
+
+    text: str
+    document_id: str
+    title: str
+    strong: bool
+
+
+def _clean(sentence: str) -> str:
+    return _LEAD.sub("", sentence.strip()).replace("**", "").strip()
+
+
+def _shorten(sentence: str, max_chars: int) -> str:
+    """``sentence`` within ``max_chars``: whole clauses from its start, then "…"; a first clause longer
+    than that is cut at the limit."""
+    if len(sentence) <= max_chars:
+        return sentence
+    out = ""
+    for clause in _CLAUSE.split(sentence):
+        if len(out) + len(clause) > max_chars - 1:
+            break
+        out += clause
+    if not out:
+        out = sentence[: max_chars - 1]
+    return out.rstrip("，、：；,;: ") + GAP
+
+
+@dataclass(frozen=True)
+class Candidate:
+    sentence: str
+    rank: int  # the passage's rank in the search
+    passage: Passage
+
+
+def candidates(
+    passages: Sequence[Passage], *, chinese: bool, cross_language: bool = False
+) -> list[Candidate]:
+    """The sentences a quote may be taken from: of strong passages, in the question's language, neither
+    headings nor fragments, each once."""
+    out: list[Candidate] = []
+    seen: set[str] = set()
+    for rank, passage in enumerate(passages):
+        if not passage.strong:
+            continue
+        if not chinese and not cross_language and _CJK.search(passage.text):
+            continue
+        for raw in sentences(passage.text):
+            sentence = _clean(raw)
+            if len(sentence) < 12 or raw.lstrip().startswith("#") or sentence in seen:
+                continue  # a heading or a fragment says nothing on its own
+            if sentence.endswith(("？", "?")) or (sentence[0] in '「『"' and sentence[-1] in '」』"'):
+                continue  # a question, or a reader's words the article quotes, is not Summer's advice
+            seen.add(sentence)
+            out.append(Candidate(sentence, rank, passage))
+    return out
+
+
+# how much a figure or a named rule adds to a sentence's cosine similarity with the question
+SPECIFIC_BONUS = 0.05
+
+
+def choose(
+    found: Sequence[Candidate],
+    *,
+    similarity: Sequence[float] | None = None,
+    terms: set[str] | None = None,
+    tokenize: Callable[[str], list[str]] | None = None,
+    limit: int = 3,
+    per_article: int = 3,
+    max_chars: int = 120,
+) -> list[Quote]:
+    """The best of ``found`` (see the module's docstring), best first; ``similarity`` holds each
+    candidate's cosine similarity with the question, else ``terms`` and ``tokenize`` score word overlap."""
+    scores: list[float] = []
+    for n, c in enumerate(found):
+        specific = bool(_SPECIFIC.search(c.sentence))
+        if similarity is not None:
+            scores.append(similarity[n] + SPECIFIC_BONUS * specific)
+        else:
+            assert terms is not None and tokenize is not None, "word overlap needs terms and tokenize"
+            overlap = sum(len(t) for t in set(tokenize(c.sentence)) & terms)
+            scores.append(overlap + 3 * specific - 2 * c.rank if overlap else float("-inf"))
+    order = sorted(range(len(found)), key=lambda n: (-scores[n], found[n].rank))
+    chosen: list[Quote] = []
+    per: dict[str, int] = {}
+    for n in order:
+        c = found[n]
+        if scores[n] == float("-inf") or per.get(c.passage.document_id, 0) >= per_article:
+            continue
+        per[c.passage.document_id] = per.get(c.passage.document_id, 0) + 1
+        chosen.append(Quote(_shorten(c.sentence, max_chars), c.passage.document_id, c.passage.title))
+        if len(chosen) >= limit:
+            break
+    return chosen
+
+
+_HEAD = ("**Summer 的文章怎麼說**", "**What Summer's articles say**")
+
+
+def render(quotes: Sequence[Quote], zh: bool) -> str:
+    """The quotes as the Markdown block shown before the model's answer: a label, then each quote as a
+    block-quote line with its article's title."""
+    if not quotes:
+        return ""
+    lines = [_HEAD[0 if zh else 1]]
+    for q in quotes:
+        lines.append(f"> 「{q.text}」——《{q.title}》" if zh else f'> "{q.text}" ({q.title})')
+    return "\n".join(lines) + "\n\n"

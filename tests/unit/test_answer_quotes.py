@@ -1,0 +1,100 @@
+"""knowledge/quotes.py: which sentences of the retrieved passages are quoted before a grounded answer."""
+
+from __future__ import annotations
+
+from careerwise.knowledge import quotes
+from careerwise.knowledge.lexical import tokenize
+
+NEGOTIATION = quotes.Passage(
+    text=(
+        "## 第二步「錨」\n"
+        "談判心理學裡，先出現的數字會變成後續討論的基準。"
+        "我的做法是：把開口的數字設在滿意數字的 1.1 到 1.15 倍，我叫它「錨點加一成半」。"
+        "天氣好的時候大家心情也好。"
+    ),
+    document_id="a-offer",
+    title="談薪水不是喊價",
+    strong=True,
+)
+WEAK = quotes.Passage(
+    text="談薪水的時候要先準備好作品集，這句話在別的文章裡，分數很低。",
+    document_id="b-weak",
+    title="別的文章",
+    strong=False,
+)
+
+
+def select(passages: list[quotes.Passage], question: str, **kw: int) -> list[quotes.Quote]:
+    """By word overlap (the fallback scoring): what these tests can state without an embedder."""
+    found = quotes.candidates(passages, chinese=True)
+    return quotes.choose(found, terms=set(tokenize(question)), tokenize=tokenize, **kw)
+
+
+def test_the_sentence_with_the_named_rule_and_figure_comes_first_verbatim() -> None:
+    chosen = select([NEGOTIATION], "談薪水開口的數字要怎麼設？")
+    assert chosen and chosen[0].document_id == "a-offer"
+    assert "錨點加一成半" in chosen[0].text and "1.1 到 1.15 倍" in chosen[0].text
+    # every quote is the article's own text (a cut is marked with the gap sign)
+    for q in chosen:
+        assert q.text.rstrip("…") in NEGOTIATION.text.replace("\n", "")
+
+
+def test_a_sentence_sharing_no_word_with_the_question_and_headings_are_never_quoted() -> None:
+    chosen = select([NEGOTIATION], "談薪水開口的數字要怎麼設？", limit=5)
+    assert all("天氣" not in q.text and not q.text.startswith("#") for q in chosen)
+
+
+def test_questions_and_quoted_reader_lines_are_not_her_advice() -> None:
+    asking = quotes.Passage(
+        text="「我這樣的薪水算正常嗎？」這是我當教練這些年最常被問的問題。很多人談薪水前不知道行情嗎？一定要先查清楚行情再開口談薪水。",
+        document_id="a-asking",
+        title="行情",
+        strong=True,
+    )
+    texts = [c.sentence for c in quotes.candidates([asking], chinese=True)]
+    assert texts == ["這是我當教練這些年最常被問的問題。", "一定要先查清楚行情再開口談薪水。"]
+
+
+def test_weak_passages_give_no_quote_and_nothing_strong_gives_none() -> None:
+    assert select([WEAK], "談薪水要準備什麼？") == []
+
+
+def test_an_english_question_gets_no_chinese_quote_unless_asked() -> None:
+    assert quotes.candidates([NEGOTIATION], chinese=False) == []
+    assert quotes.candidates([NEGOTIATION], chinese=False, cross_language=True)
+
+
+def test_similarity_chooses_and_a_figure_or_named_rule_breaks_a_near_tie() -> None:
+    found = quotes.candidates([NEGOTIATION], chinese=True)
+    texts = [c.sentence for c in found]
+    plain = texts.index("談判心理學裡，先出現的數字會變成後續討論的基準。")
+    similarity = [0.5] * len(found)
+    similarity[plain] = 0.53  # closer to the question, but the rule's sentence carries 「」 and figures
+    (best,) = quotes.choose(found, similarity=similarity, limit=1)
+    assert "錨點加一成半" in best.text
+    similarity[plain] = 0.6
+    (best,) = quotes.choose(found, similarity=similarity, limit=1)
+    assert best.text.startswith("談判心理學裡")
+
+
+def test_at_most_per_article_quotes_from_one_article() -> None:
+    found = quotes.candidates([NEGOTIATION], chinese=True)
+    assert len(quotes.choose(found, similarity=[0.5] * len(found), limit=3, per_article=1)) == 1
+
+
+def test_a_long_sentence_is_cut_at_a_clause_and_marked() -> None:
+    long = quotes.Passage(
+        text="談薪水的第一步是先問清楚薪資帶，" + "再確認年終與獎金保障幾個月，" * 8 + "最後才談數字。",
+        document_id="a-long",
+        title="長句",
+        strong=True,
+    )
+    (q,) = select([long], "談薪水第一步", limit=1, max_chars=40)
+    assert len(q.text) <= 40 and q.text.endswith("…")
+
+
+def test_render_names_the_article_and_is_empty_without_quotes() -> None:
+    chosen = select([NEGOTIATION], "談薪水開口的數字要怎麼設？", limit=1)
+    block = quotes.render(chosen, zh=True)
+    assert block.startswith("**Summer 的文章怎麼說**") and "《談薪水不是喊價》" in block
+    assert quotes.render([], zh=True) == ""
