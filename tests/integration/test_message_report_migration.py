@@ -1,17 +1,26 @@
-"""Migration 0019 on SQLite and PostgreSQL: ``messages.report`` is added empty beside the messages stored
-before it (their reports are read from their text), and goes away again on the way down."""
+"""``messages.report`` on SQLite and PostgreSQL: a report turn stores its structure there through the
+turn's closing write, and migration 0019 adds the column empty beside the messages stored before it
+(their reports are read from their text) and takes it away again on the way down."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import create_engine, inspect, text
+from sqlalchemy import create_engine, func, inspect, select, text
 
+from careerwise.events import DoneEvent
+from careerwise.reports import StoredReport, message_markdown
+from careerwise.services import Services
+from careerwise.store import Message
 from careerwise.store import db as store_db
 from careerwise.store.db import sync_url
+from tests.fakes.fake_llm import FakeLLM
+from tests.integration.test_deep_answers import COMPLEX, report_of, responder, run_turn, services_for
 
 REPORT_TEXT = "# 轉職評估\n\n## 市場分析\n需求穩定。\n\n## 行動建議\n先做一個作品。"
 
@@ -56,3 +65,21 @@ def test_migration_0019_adds_an_empty_report_beside_old_messages(
             assert conn.scalar(text("SELECT content FROM messages WHERE id = 'm1'")) == REPORT_TEXT
     finally:
         engine.dispose()
+
+
+async def test_a_report_turn_stores_its_structure_beside_its_text(
+    db_overrides: dict[str, Any], fake_llm: FakeLLM, make_services: Callable[..., Services]
+) -> None:
+    fake_llm.responder = responder({})
+    services = services_for(make_services, "complex", **db_overrides)
+    events = await run_turn(services, COMPLEX)
+    report, done = report_of(events), events[-1]
+    assert isinstance(done, DoneEvent) and done.status == "ok"
+    async with services.db.session() as s:
+        rows = (await s.execute(select(Message.role, Message.content, Message.report))).all()
+    assert [tuple(r) for r in rows if r.role == "assistant"] == [
+        ("assistant", message_markdown(report), StoredReport.of(report).to_json())
+    ]
+    async with services.db.session() as s:  # the user's message: SQL NULL, not a JSON 'null'
+        empty = await s.scalar(select(func.count()).where(Message.role == "user", Message.report.is_(None)))
+    assert empty == 1
