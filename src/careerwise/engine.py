@@ -572,7 +572,12 @@ class Engine:
         }
         # Core statements on the tables, not the ORM: no unit of work, no instances, one multi-row
         # INSERT per table (docs/benchmarks.md, "The fixed work of a turn")
-        reply = {"reply": asst_id, "content": recorder.text, "status": status}
+        reply = {
+            "reply": asst_id,
+            "content": recorder.text,
+            "report": recorder.stored_report,
+            "status": status,
+        }
         batches = recorder.batches()
         budget = self.budget if spend is not None else None
 

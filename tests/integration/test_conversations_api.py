@@ -12,6 +12,8 @@ from typing import Any
 import httpx
 from sqlalchemy import func, select
 
+from careerwise.events import ReportEvent
+from careerwise.reports import StoredReport, message_markdown
 from careerwise.store import Database, Message, Trace
 from tests.conftest import LiveServer, client, parse_sse
 from tests.fakes.fake_llm import Call, FakeLLM, stall, text, tool_calls
@@ -215,6 +217,39 @@ def test_a_report_comes_back_with_rendered_sections_risks_and_citations(
     assert all(s["html"].startswith(("<p>", "<ul>", "<ol>")) for s in report["sections"])
     assert "29,500" in report["sections"][0]["html"]
     assert report["sections"][0]["sources"] == streamed["sections"][0]["sources"] != []
+
+
+def test_a_report_is_stored_as_its_structure_and_one_stored_before_still_displays(
+    fake_llm: FakeLLM, live_server: Callable[..., LiveServer]
+) -> None:
+    fake_llm.responder = responder({})
+    server = live_server(**FAST)
+    server.services.engine.router = FixedRouter("complex")
+    with client(server) as c:
+        events = dict(parse_sse(c.post("/api/chat", json={"message": COMPLEX}).text))
+        streamed = ReportEvent.model_validate(events["report"])
+        message_id = events["done"]["message_id"]
+        view = c.get(f"/api/messages/{message_id}").json()
+
+        async def stored(clear: bool) -> tuple[str, dict[str, Any] | None]:
+            db = Database(server.services.settings.resolved_database_url)
+            try:
+                async with db.session() as s, s.begin():
+                    row = await s.get(Message, message_id)
+                    assert row is not None
+                    found = (row.content, row.report)
+                    if clear:  # as a row written before migration 0019: the text only
+                        row.report = None
+                return found
+            finally:
+                await db.dispose()
+
+        content, report = asyncio.run(stored(clear=True))
+        assert report == StoredReport.of(streamed).to_json()
+        assert content == message_markdown(streamed) and content.startswith(f"# {streamed.title}\n\n## ")
+        legacy = c.get(f"/api/messages/{message_id}").json()
+    assert asyncio.run(stored(clear=False))[1] is None
+    assert legacy == view and view["report"]["sections"]
 
 
 def test_a_citation_opens_its_passage(fake_llm: FakeLLM, live_server: Callable[..., LiveServer]) -> None:

@@ -6,7 +6,6 @@ import json
 
 import pytest
 
-from careerwise.api.chat import FullReply
 from careerwise.channels.line import (
     InvalidWebhookError,
     WebhookEvent,
@@ -14,7 +13,17 @@ from careerwise.channels.line import (
     signature,
     verify_signature,
 )
-from careerwise.channels.text import plain, reply_plain_text, sources_of, split_messages, utf16_len
+from careerwise.channels.text import plain, reply_plain_text, split_messages, utf16_len
+from careerwise.events import (
+    DegradedEvent,
+    DeltaEvent,
+    DoneEvent,
+    ReportEvent,
+    ReportSection,
+    Source,
+    ToolResultEvent,
+)
+from careerwise.reply import TurnReply
 
 # ---------------------------------------------------------------- signature
 
@@ -107,32 +116,21 @@ def test_markdown_becomes_plain_text() -> None:
     )
 
 
-def _reply(**over: object) -> FullReply:
-    values: dict[str, object] = {
-        "conversation_id": "c",
-        "message_id": "m",
-        "trace_id": "t",
-        "status": "ok",
-        "path": "A",
-        "answer": "先探再錨。",
-    }
-    values.update(over)
-    return FullReply(**values)  # type: ignore[arg-type]
-
-
 def test_reply_text_has_notices_answer_report_and_sources() -> None:
-    src = {"id": "a-offer", "title": "談 offer 三步驟", "section": "先探", "score": 0.9}
-    reply = _reply(
-        tool_results=[{"call_id": "1", "ok": True, "sources": [src, src]}],
-        degraded=[{"reason": "tool_failed", "message": "查詢失敗。"}],
-        report={
-            "title": "轉職評估",
-            "sections": [
-                {"heading": "財務", "body": "**存款**夠六個月。", "risk_level": "high", "sources": []}
-            ],
-        },
+    src = Source(id="a-offer", title="談 offer 三步驟", section="先探", score=0.9)
+    reply = TurnReply.from_events(
+        [
+            ToolResultEvent(call_id="1", name="searchKnowledge", ok=True, returned=2, sources=[src, src]),
+            DegradedEvent(reason="tool_failed", message="查詢失敗。"),
+            DeltaEvent(text="先探再錨。", phase=3),
+            ReportEvent(
+                title="轉職評估",
+                sections=[ReportSection(heading="財務", body="**存款**夠六個月。", risk_level="high")],
+            ),
+            DoneEvent(trace_id="t", conversation_id="c", message_id="m", status="ok", path="A"),
+        ]
     )
-    assert sources_of(reply) == [src]
+    assert reply.sources() == [src]
     assert reply_plain_text(reply, zh=True) == (
         "查詢失敗。\n\n先探再錨。\n\n轉職評估\n\n【財務（風險：高）】\n存款夠六個月。\n\n參考資料：\n・談 offer 三步驟 — 先探"
     )

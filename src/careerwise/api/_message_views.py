@@ -2,25 +2,30 @@
 says about it (the report's structure, the sources, the searches with their effective top_k, the
 notices).
 
-The text and the report bodies come from the messages table (what the user read, unmasked); risk levels,
-sources and search arguments come from the turn's stored events, which carried the same values to the
-page while it streamed.
+The text and a report come from the messages table (what the user read, unmasked): the report's
+structure as the message stores it (careerwise.reports); for a message stored before that, the trace's
+report event with the bodies cut from the text. The sources and search arguments come from the turn's
+stored events, which carried the same values to the page while it streamed.
 """
 
 from __future__ import annotations
 
+import logging
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from careerwise.events import Source
+from careerwise.reports import StoredReport, legacy_bodies
 from careerwise.store import Feedback, Message, TraceEvent, as_utc
 from careerwise.web.render import render_markdown
+
+log = logging.getLogger(__name__)
 
 _VIEW_EVENTS = ("tool_call", "tool_result", "report", "degraded", "error")
 _IN_BATCH = 500  # ids per IN (...) list
@@ -126,7 +131,7 @@ def _view(message: Message, events: Iterable[TraceEvent], rating: str | None) ->
                         seen.add((source.id, source.section))
                         out.sources.append(source)
             case "report":
-                out.report = _report(message.content, payload)
+                out.report = _report(message, payload)
             case "degraded":
                 out.notices.append(
                     NoticeOut(
@@ -144,44 +149,44 @@ def _view(message: Message, events: Iterable[TraceEvent], rating: str | None) ->
     return out
 
 
-def _report(content: str, payload: dict[str, Any]) -> ReportOut:
-    sections: list[dict[str, Any]] = list(payload.get("sections") or [])
-    bodies = stored_bodies(content, [str(s.get("heading", "")) for s in sections])
-    out = []
-    for n, section in enumerate(sections):
-        # the stored message is unmasked; the trace's copy is the fallback if the two ever disagree
-        body = bodies[n] if bodies is not None else str(section.get("body", ""))
-        out.append(
-            SectionOut(
-                heading=str(section.get("heading", "")),
-                body=body,
-                html=render_markdown(body),
-                risk_level=section.get("risk_level"),
-                sources=[Source.model_validate(s) for s in section.get("sources") or []],
+def _report(message: Message, payload: dict[str, Any]) -> ReportOut:
+    if message.report is not None:
+        try:
+            return _report_out(StoredReport.model_validate(message.report))
+        except ValidationError as exc:
+            log.error(
+                "message %s: its stored report does not parse (%s); reading the sections from its text",
+                message.id,
+                exc.errors(include_input=False),
             )
-        )
+    return _report_out(_legacy_report(message.content, payload))
+
+
+def _report_out(report: StoredReport) -> ReportOut:
     return ReportOut(
-        title=str(payload.get("title", "")),
-        sections=out,
-        path=payload.get("path"),
-        missing_facets=list(payload.get("missing_facets") or []),
+        title=report.title,
+        sections=[
+            SectionOut(
+                heading=s.heading,
+                body=s.body,
+                html=render_markdown(s.body),
+                risk_level=s.risk_level,
+                sources=list(s.sources),
+            )
+            for s in report.sections
+        ],
+        path=report.path,
+        missing_facets=list(report.missing_facets),
     )
 
 
-def stored_bodies(content: str, headings: list[str]) -> list[str] | None:
-    """The section bodies of a report as the engine stored it (``## heading\\nbody`` blocks, see
-    TraceRecorder.text), or None when the text does not have those headings in that order."""
-    starts: list[tuple[int, int]] = []
-    pos = 0
-    for heading in headings:
-        marker = f"## {heading}\n"
-        at = content.find(marker, pos)
-        if at < 0:
-            return None
-        starts.append((at, at + len(marker)))
-        pos = at + len(marker)
-    bodies = []
-    for n, (_, body_start) in enumerate(starts):
-        end = starts[n + 1][0] if n + 1 < len(starts) else len(content)
-        bodies.append(content[body_start:end].rstrip("\n"))
-    return bodies
+def _legacy_report(content: str, payload: dict[str, Any]) -> StoredReport:
+    """A report stored before messages kept its structure: the trace's ``report`` event, with the section
+    bodies cut from the message text when it has the sections' headings (the stored message is
+    unmasked; the trace's masked copy is the fallback if the two ever disagree)."""
+    report = StoredReport.model_validate(payload)  # the event's other fields are ignored
+    bodies = legacy_bodies(content, [s.heading for s in report.sections])
+    if bodies is None:
+        return report
+    sections = [s.model_copy(update={"body": b}) for s, b in zip(report.sections, bodies, strict=True)]
+    return report.model_copy(update={"sections": sections})

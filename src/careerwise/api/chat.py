@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
@@ -14,21 +14,9 @@ from careerwise.api.auth import OptionalUser, client_ip
 from careerwise.api.deps import ServicesDep
 from careerwise.api.error_models import errors
 from careerwise.engine import HistoryItem, TurnRequest
-from careerwise.events import (
-    DegradedEvent,
-    DeltaEvent,
-    DoneEvent,
-    ErrorEvent,
-    Event,
-    ProgressEvent,
-    ReportEvent,
-    RouteEvent,
-    SectionEvent,
-    ToolCallEvent,
-    ToolResultEvent,
-    event_to_sse,
-)
+from careerwise.events import DeltaEvent, Event, event_to_sse
 from careerwise.ratelimit import is_young
+from careerwise.reply import TurnReply
 from careerwise.store import User
 
 router = APIRouter(tags=["chat"])
@@ -59,56 +47,6 @@ class ChatIn(BaseModel):
         if not v.strip():
             raise ValueError("message must not be empty or only whitespace")
         return v
-
-
-class FullReply(BaseModel):
-    conversation_id: str
-    message_id: str
-    trace_id: str
-    status: str
-    path: str
-    answer: str
-    route: dict[str, Any] | None = None
-    tool_calls: list[dict[str, Any]] = Field(default_factory=list)
-    tool_results: list[dict[str, Any]] = Field(default_factory=list)
-    report: dict[str, Any] | None = None
-    degraded: list[dict[str, Any]] = Field(default_factory=list)
-    error: dict[str, Any] | None = None
-    usage: dict[str, int] = Field(default_factory=dict)
-
-
-def collect(events: list[Event]) -> FullReply:
-    """The non-streaming view: the same events, gathered (the LINE channel uses this too)."""
-    answer: list[str] = []
-    reply: dict[str, Any] = {"tool_calls": [], "tool_results": [], "degraded": []}
-    for e in events:
-        match e:
-            case DeltaEvent():
-                answer.append(e.text)
-            case RouteEvent():
-                reply["route"] = e.model_dump(mode="json")
-            case ToolCallEvent():
-                reply["tool_calls"].append(e.model_dump(mode="json"))
-            case ToolResultEvent():
-                reply["tool_results"].append(e.model_dump(mode="json"))
-            case ReportEvent():
-                reply["report"] = e.model_dump(mode="json")
-            case DegradedEvent():
-                reply["degraded"].append(e.model_dump(mode="json"))
-            case ProgressEvent() | SectionEvent():
-                pass  # keeps a stream alive / previews the report; the full body is the finished answer
-            case ErrorEvent():
-                reply["error"] = e.model_dump(mode="json")
-            case DoneEvent():
-                reply.update(
-                    conversation_id=e.conversation_id,
-                    message_id=e.message_id,
-                    trace_id=e.trace_id,
-                    status=e.status,
-                    path=e.path,
-                    usage=e.usage,
-                )
-    return FullReply(answer="".join(answer), **reply)
 
 
 def _turn(body: ChatIn, user: User | None, ip: str, *, young: bool) -> TurnRequest:
@@ -147,7 +85,7 @@ async def chat(
         events: list[Event] = [first]
         async for e in gen:
             events.append(e)
-        return JSONResponse(collect(events).model_dump(mode="json"))
+        return JSONResponse(TurnReply.from_events(events).model_dump(mode="json"))
 
     settings = services.settings
     frames = sse_with_keepalive(

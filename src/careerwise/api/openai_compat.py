@@ -31,15 +31,17 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from careerwise import prompts
 from careerwise.api._sse import EventStreamResponse
-from careerwise.api.chat import MAX_CHARS, FullReply, collect
+from careerwise.api.chat import MAX_CHARS
 from careerwise.api.deps import ServicesDep
 from careerwise.api.error_models import OpenAIError, errors
 from careerwise.assistants import AssistantProfile
 from careerwise.channels.apikeys import authenticate
-from careerwise.channels.text import report_text, sources_block, sources_of
+from careerwise.channels.text import sources_block
 from careerwise.engine import HistoryItem, TurnRequest
 from careerwise.errors import ConflictError, NotFoundError, RateLimitedError, UserInputError
 from careerwise.events import DeltaEvent, Event
+from careerwise.reply import TurnReply
+from careerwise.reports import report_text
 from careerwise.store import ApiKey
 
 router = APIRouter(tags=["openai-compatible"])
@@ -216,64 +218,58 @@ def _validation_message(exc: ValidationError) -> tuple[str, str | None]:
 # --------------------------------------------------------------------------- the answer
 
 
-def careerwise_field(reply: FullReply) -> dict[str, Any]:
+def careerwise_field(reply: TurnReply) -> dict[str, Any]:
     """The structure behind the text: what an OpenAI client can read beside ``choices``."""
+    calls = []
+    for call in reply.tool_calls:
+        result = reply.result_of(call)
+        calls.append(
+            {
+                "name": call.name,
+                "arguments": call.effective_arguments,
+                "ok": result.ok if result is not None else None,
+                "returned": result.returned if result is not None else None,
+            }
+        )
     return {
         "trace_id": reply.trace_id,
         "conversation_id": reply.conversation_id,
         "status": reply.status,
         "path": reply.path,
-        "route": reply.route,
-        "sources": sources_of(reply),
-        "tool_calls": [
-            {
-                "name": call.get("name"),
-                "arguments": call.get("effective_arguments"),
-                "ok": next(
-                    (r.get("ok") for r in reply.tool_results if r.get("call_id") == call.get("call_id")), None
-                ),
-                "returned": next(
-                    (
-                        r.get("returned")
-                        for r in reply.tool_results
-                        if r.get("call_id") == call.get("call_id")
-                    ),
-                    None,
-                ),
-            }
-            for call in reply.tool_calls
-        ],
-        "report": reply.report,
-        "degraded": [{"reason": d.get("reason"), "message": d.get("message")} for d in reply.degraded],
-        "error": reply.error,
+        "route": reply.route.model_dump(mode="json") if reply.route is not None else None,
+        "sources": [source.model_dump(mode="json") for source in reply.sources()],
+        "tool_calls": calls,
+        "report": reply.report.model_dump(mode="json") if reply.report is not None else None,
+        "degraded": [{"reason": d.reason, "message": d.message} for d in reply.degraded],
+        "error": reply.error.model_dump(mode="json") if reply.error is not None else None,
     }
 
 
-def _tail(reply: FullReply, zh: bool) -> str:
+def _tail(reply: TurnReply, zh: bool) -> str:
     """What follows the streamed answer: a report, then the sources."""
     parts: list[str] = []
-    if reply.report:
+    if reply.report is not None:
         parts.append(report_text(reply.report, zh, markdown=True))
-    sources = sources_of(reply)
+    sources = reply.sources()
     if sources:
         parts.append(sources_block(sources, zh, markdown=True))
     return "\n\n".join(parts)
 
 
-def _usage(reply: FullReply) -> dict[str, int]:
+def _usage(reply: TurnReply) -> dict[str, int]:
     prompt = int(reply.usage.get("prompt_tokens", 0))
     completion = int(reply.usage.get("completion_tokens", 0))
     return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
 
-def _failure(reply: FullReply, extra: dict[str, Any], model: str) -> dict[str, Any]:
-    err = reply.error or {}
+def _failure(reply: TurnReply, extra: dict[str, Any], model: str) -> dict[str, Any]:
+    err = reply.error
     return {
         "error": {
-            "message": err.get("message") or f"The model '{model}' could not answer.",
+            "message": (err.message if err is not None else "") or f"The model '{model}' could not answer.",
             "type": "api_error",
             "param": None,
-            "code": err.get("code") or "internal_error",
+            "code": (err.code if err is not None else "") or "internal_error",
         },
         "careerwise": extra,
     }
@@ -334,7 +330,7 @@ async def chat_completions(request: Request, services: ServicesDep) -> Response:
         events: list[Event] = [first]
         async for e in gen:
             events.append(e)
-        reply = collect(events)
+        reply = TurnReply.from_events(events)
         extra = careerwise_field(reply)
         if reply.status == "error":
             return JSONResponse(_failure(reply, extra, model), status_code=502)
@@ -387,7 +383,7 @@ async def chat_completions(request: Request, services: ServicesDep) -> Response:
             if isinstance(e, DeltaEvent) and e.text:
                 shown = True
                 yield chunk({"content": e.text})
-        reply = collect(events)
+        reply = TurnReply.from_events(events)
         extra = careerwise_field(reply)
         if reply.status == "error":
             # the error chunk, then the end every stream has: a client that reads to [DONE] sees the end

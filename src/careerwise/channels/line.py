@@ -43,7 +43,6 @@ from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
 
 from careerwise import prompts
-from careerwise.api.chat import FullReply, collect
 from careerwise.assistants import DEFAULT_ASSISTANT
 from careerwise.channels.text import reply_plain_text, split_messages
 from careerwise.engine import Engine, TurnRequest
@@ -55,6 +54,7 @@ from careerwise.errors import (
     UserInputError,
 )
 from careerwise.events import Event
+from careerwise.reply import TurnReply
 from careerwise.store import Database, LineEventRecord, LineUser, as_utc
 from careerwise.store.recovery import ClaimedEvent, claim_line_events
 from careerwise.tracing import background
@@ -471,7 +471,7 @@ class LineChannel:
             body, limit=TEXT_LIMIT, max_messages=MESSAGES_PER_REPLY, overflow_note=overflow
         ), (reply.trace_id or None)
 
-    async def _turn(self, chat_key: str, text: str, zh: bool) -> FullReply | str:
+    async def _turn(self, chat_key: str, text: str, zh: bool) -> TurnReply | str:
         conversation_id = await self._conversation_of(chat_key)
         waited = 0.0
         while True:
@@ -508,7 +508,7 @@ class LineChannel:
             except UserInputError:
                 limit = self.engine.limits.max_message_chars
                 return (TOO_LONG[0] if zh else TOO_LONG[1]).format(limit=limit)
-            reply = collect(events)
+            reply = TurnReply.from_events(events)
             if reply.conversation_id and reply.conversation_id != conversation_id:
                 await self._link(chat_key, reply.conversation_id)
             return reply

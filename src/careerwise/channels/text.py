@@ -4,15 +4,20 @@ clients), and plain text cut into messages that fit a chat platform's limits."""
 from __future__ import annotations
 
 import re
-from typing import Any
 
-from careerwise.api.chat import FullReply
+from careerwise.events import Source
+from careerwise.markdown_text import plain
+from careerwise.reply import TurnReply
+from careerwise.reports import report_text
 
-_RISK = {
-    "low": ("風險：低", "low risk"),
-    "medium": ("風險：中", "medium risk"),
-    "high": ("風險：高", "high risk"),
-}
+__all__ = [
+    "plain",
+    "reply_plain_text",
+    "source_label",
+    "sources_block",
+    "split_messages",
+    "utf16_len",
+]
 
 
 def utf16_len(s: str) -> int:
@@ -32,44 +37,19 @@ def _prefix(s: str, units: int) -> str:
     return s
 
 
-# --------------------------------------------------------------------------- sources and reports
+# --------------------------------------------------------------------------- a finished turn
 
 
-def sources_of(reply: FullReply) -> list[dict[str, Any]]:
-    """The knowledge-base passages the answer drew on, each document section once, in order."""
-    seen: set[tuple[str, str | None]] = set()
-    out: list[dict[str, Any]] = []
-    groups: list[list[dict[str, Any]]] = [r.get("sources") or [] for r in reply.tool_results if r.get("ok")]
-    if reply.report:
-        groups += [s.get("sources") or [] for s in reply.report.get("sections") or []]
-    for group in groups:
-        for src in group:
-            key = (str(src.get("id")), src.get("section"))
-            if key in seen:
-                continue
-            seen.add(key)
-            out.append(
-                {
-                    "id": src.get("id"),
-                    "title": src.get("title"),
-                    "section": src.get("section"),
-                    "score": src.get("score"),
-                }
-            )
-    return out
+def source_label(source: Source) -> str:
+    title = source.title or source.id
+    return f"{title} — {source.section}" if source.section and source.section != title else title
 
 
-def source_label(src: dict[str, Any]) -> str:
-    title = str(src.get("title") or src.get("id") or "")
-    section = src.get("section")
-    return f"{title} — {section}" if section and section != title else title
-
-
-def sources_block(sources: list[dict[str, Any]], zh: bool, *, markdown: bool = False) -> str:
+def sources_block(sources: list[Source], zh: bool, *, markdown: bool = False) -> str:
     """``參考資料：`` / ``Sources:`` and one line per source; document titles appear once."""
     labels: list[str] = []
-    for src in sources:
-        label = source_label(src)
+    for source in sources:
+        label = source_label(source)
         if label not in labels:
             labels.append(label)
     bullet = "- " if markdown else "・"
@@ -77,66 +57,18 @@ def sources_block(sources: list[dict[str, Any]], zh: bool, *, markdown: bool = F
     return "\n".join([head, *(bullet + label for label in labels)])
 
 
-def report_text(report: dict[str, Any], zh: bool, *, markdown: bool = False) -> str:
-    """A structured report (title, sections with a heading, a body and maybe a risk level) as text."""
-    lines: list[str] = []
-    title = str(report.get("title") or "").strip()
-    if title:
-        lines.append(f"## {title}" if markdown else title)
-    for section in report.get("sections") or []:
-        heading = str(section.get("heading") or "").strip()
-        risk = _RISK.get(str(section.get("risk_level")))
-        if risk is not None:
-            heading = f"{heading}（{risk[0]}）" if zh else f"{heading} ({risk[1]})"
-        body = str(section.get("body") or "").strip()
-        if not markdown:
-            body = plain(body)
-        lines.append("")
-        lines.append(f"### {heading}" if markdown else f"【{heading}】")
-        if body:
-            lines.append(body)
-    return "\n".join(lines).strip()
-
-
-# --------------------------------------------------------------------------- Markdown to plain text
-
-_FENCE = re.compile(r"^[ \t]*```.*$", re.MULTILINE)
-_HEADING = re.compile(r"^[ \t]{0,3}#{1,6}[ \t]+(.*?)[ \t]*#*[ \t]*$", re.MULTILINE)
-_BULLET = re.compile(r"^([ \t]*)[-*+][ \t]+", re.MULTILINE)
-_BOLD = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
-_ITALIC = re.compile(r"(?<![\w*])\*(?=\S)([^*\n]+?)(?<=\S)\*(?![\w*])")
-_CODE = re.compile(r"`([^`\n]+)`")
-_LINK = re.compile(r"\[([^\]\n]+)\]\((\S+?)\)")
-_RULE = re.compile(r"^[ \t]*([-*_])([ \t]*\1){2,}[ \t]*$", re.MULTILINE)
-_BLANKS = re.compile(r"\n{3,}")
-
-
-def plain(markdown: str) -> str:
-    """The model's Markdown as plain text for a chat app that shows characters as they are."""
-    text = markdown.replace("\r\n", "\n")
-    text = _FENCE.sub("", text)
-    text = _RULE.sub("", text)
-    text = _HEADING.sub(r"\1", text)
-    text = _BULLET.sub(r"\1・", text)
-    text = _BOLD.sub(r"\2", text)
-    text = _ITALIC.sub(r"\1", text)
-    text = _CODE.sub(r"\1", text)
-    text = _LINK.sub(r"\1 (\2)", text)
-    return _BLANKS.sub("\n\n", text).strip()
-
-
-def reply_plain_text(reply: FullReply, zh: bool) -> str:
+def reply_plain_text(reply: TurnReply, zh: bool) -> str:
     """Everything the user should read about a finished turn, as plain text: notices (a degraded
     service), the answer, a report, an error line, then the sources."""
-    parts = [str(d.get("message") or "").strip() for d in reply.degraded]
+    parts = [d.message.strip() for d in reply.degraded]
     answer = plain(reply.answer)
     if answer:
         parts.append(answer)
-    if reply.report:
+    if reply.report is not None:
         parts.append(report_text(reply.report, zh))
-    if reply.error:
-        parts.append(str(reply.error.get("message") or "").strip())
-    sources = sources_of(reply)
+    if reply.error is not None:
+        parts.append(reply.error.message.strip())
+    sources = reply.sources()
     if sources:
         parts.append(sources_block(sources, zh))
     return "\n\n".join(p for p in parts if p)

@@ -65,6 +65,9 @@ class Message(Base):
     )
     role: Mapped[str] = mapped_column(String(16))
     content: Mapped[str] = mapped_column(Text, default="")
+    # a report answer's structure (careerwise.reports.StoredReport), beside its text; None for any other
+    # message, and for report answers stored before migration 0019 (their sections are read from content)
+    report: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True), default=None)
     # user messages: 'ok'; assistant messages: 'pending' until the turn ends, then ok / error / cancelled
     status: Mapped[str] = mapped_column(String(16), default="ok")
     trace_id: Mapped[str | None] = mapped_column(String(32), index=True, default=None)

@@ -33,6 +33,7 @@ from careerwise.events import (
     ToolCallEvent,
     ToolResultEvent,
 )
+from careerwise.reports import StoredReport, message_markdown
 from careerwise.store import ToolCallRecord, TraceEvent, TraceSpan
 from careerwise.tracing.llm_calls import LLMCall
 from careerwise.tracing.masking import mask_json, mask_text
@@ -246,6 +247,11 @@ class TraceRecorder:
         streamed = "".join(self.answer)
         if self.report is None:
             return streamed
-        sections = "\n\n".join(f"## {sec.heading}\n{sec.body}" for sec in self.report.sections)
-        report = f"# {self.report.title}\n\n{sections}" if self.report.title else sections
+        report = message_markdown(self.report)
         return f"{streamed}\n\n{report}" if streamed else report
+
+    @property
+    def stored_report(self) -> dict[str, Any] | None:
+        """The report's structure as the assistant message keeps it (``messages.report``), unmasked as
+        the text is; None when the turn made no report."""
+        return StoredReport.of(self.report).to_json() if self.report is not None else None
