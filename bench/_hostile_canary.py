@@ -19,7 +19,7 @@ from sqlalchemy import select
 
 from bench._serve import data_dir_with_corpus
 from bench.common import table
-from careerwise.cli_admin import load_trace
+from careerwise.cli.admin import load_trace
 from careerwise.config import Settings
 from careerwise.knowledge.ingest import ingest_paths
 from careerwise.llm.canary import CanaryGuard

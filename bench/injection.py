@@ -47,7 +47,7 @@ from typing import Any
 from sqlalchemy import func, select
 
 from bench.common import ROOT, table
-from careerwise.cli_admin import load_trace
+from careerwise.cli.admin import load_trace
 from careerwise.config import Settings
 from careerwise.engine import TurnRequest
 from careerwise.events import DeltaEvent, DoneEvent, ReportEvent, RouteEvent, ToolCallEvent

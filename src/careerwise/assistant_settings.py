@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, Field, PrivateAttr, ValidationError
 from sqlalchemy import Connection, bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -23,28 +23,22 @@ from careerwise.config import Settings
 from careerwise.errors import ConflictError, NotFoundError, UserInputError
 from careerwise.store import Assistant, AssistantSetting, Database, SettingsAudit
 from careerwise.store.direct import DirectStatement
+from careerwise.tunables import Deadlines, Tunables
 
 __all__ = ["DEFAULT_ASSISTANT", "KEYS", "AssistantSettings", "EffectiveSettings", "SettingsStore"]
 Source = Literal["default", "environment", "database"]
 
 
-class AssistantSettings(BaseModel):
-    """The tunable values of one assistant, as they stand for one turn."""
+class AssistantSettings(Deadlines, Tunables):  # this order lists the tunables first
+    """The tunable values of one assistant, as they stand for one turn.
+
+    The tunables and deadlines are inherited (``careerwise.tunables``: one declaration, one set of
+    bounds, shared with the configuration). :attr:`overridden` names the values this assistant's own
+    database rows set; every other value is the configuration's (or the built-in default).
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    use_full_retrieval_range: bool = Field(
-        default=False, description="Return the configured_top_k passages whatever top_k the model asks for."
-    )
-    configured_top_k: int = Field(default=12, ge=1, le=50, description="top_k used when the override is on.")
-    search_default_top_k: int = Field(default=3, ge=1, le=50)
-    rerank_candidates: int = Field(default=12, ge=1, le=200)
-    buffer_guard_chunks: int = Field(default=3, ge=0, le=20)
-    phase1_max_tokens: int = Field(default=512, ge=16, le=8192)
-    phase1_temperature: float = Field(default=0.7, ge=0, le=2)
-    phase3_max_tokens: int = Field(default=384, ge=16, le=8192)
-    phase3_temperature: float = Field(default=0.5, ge=0, le=2)
-    max_tool_rounds: int = Field(default=2, ge=1, le=4)
     llm_provider: str = Field(
         default="primary",
         min_length=1,
@@ -57,16 +51,27 @@ class AssistantSettings(BaseModel):
         max_length=200,
         description="Model name sent to the provider; empty = its configured model.",
     )
-    turn_deadline: float = Field(default=120.0, gt=0, le=3600, description="Whole-turn deadline, seconds.")
-    deep_step_timeout: float = Field(default=30.0, gt=0, le=3600, description="Each deep-flow step, seconds.")
-    deep_turn_timeout: float = Field(
-        default=75.0, gt=0, le=3600, description="The whole deep attempt, seconds."
-    )
     deep_agent_temperature: float = Field(default=0.3, ge=0, le=2, description="The complex flow's agents.")
     deep_merge_temperature: float = Field(default=0.5, ge=0, le=2, description="The complex flow's merge.")
     # from the assistant's profile (the assistants table, careerwise.assistants), not stored as settings
     system_prompt: str = Field(default="", description="The persona; empty = the built-in prompts.")
     knowledge_domains: tuple[str, ...] = Field(default=(), description="Searched domains; empty = all.")
+    _overridden: frozenset[str] = PrivateAttr(default=frozenset())
+
+    @classmethod
+    def with_overrides(
+        cls, configured: dict[str, Any], stored: dict[str, Any], **profile: Any
+    ) -> AssistantSettings:
+        """The configured values with this assistant's stored ones over them, validated; the stored
+        keys are remembered as :attr:`overridden`."""
+        settings = cls(**(configured | stored), **profile)
+        settings._overridden = frozenset(stored)
+        return settings
+
+    @property
+    def overridden(self) -> frozenset[str]:
+        """The keys this assistant sets itself (its database rows); the rest are configured values."""
+        return self._overridden
 
 
 PROFILE_KEYS = ("system_prompt", "knowledge_domains")
@@ -235,8 +240,10 @@ class SettingsStore:
         settings = self._validated.get(key)
         if settings is None:
             values, _ = self._environment()
-            values.update((k, json.loads(v)) for k, v in overrides)
-            settings = AssistantSettings(**values, system_prompt=profile[0], knowledge_domains=profile[1])
+            stored = {k: json.loads(v) for k, v in overrides}
+            settings = AssistantSettings.with_overrides(
+                values, stored, system_prompt=profile[0], knowledge_domains=profile[1]
+            )
             if len(self._validated) >= _VALIDATED_MAX:
                 self._validated.clear()
             self._validated[key] = settings
@@ -268,11 +275,10 @@ class SettingsStore:
             rows = (
                 await s.scalars(select(AssistantSetting).where(AssistantSetting.assistant_id == assistant_id))
             ).all()
-        for row in rows:
-            if row.key in KEYS:
-                values[row.key] = row.value
-                sources[row.key] = "database"
-        return EffectiveSettings(AssistantSettings(**values), sources)
+        stored = {row.key: row.value for row in rows if row.key in KEYS}
+        for key in stored:
+            sources[key] = "database"
+        return EffectiveSettings(AssistantSettings.with_overrides(values, stored), sources)
 
     async def set(
         self, key: str, raw_value: Any, *, changed_by: str, assistant_id: str = DEFAULT_ASSISTANT

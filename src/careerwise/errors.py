@@ -18,8 +18,10 @@ CareerWiseError
 ├── KnowledgeUnavailableError (503) the retriever could not load or query
 │   └── SegmenterUnavailableError    jieba's dictionary did not load: Chinese text cannot be tokenized
 ├── DatabaseBusyError (503)       another process holds the database's lock; carries ``retry_after``
-└── ToolError                     a tool failed; reported to the model, never to HTTP
-    └── ToolArgumentsError           the model's arguments did not parse or validate
+├── ToolError                     a tool failed; reported to the model, never to HTTP
+│   └── ToolArgumentsError           the model's arguments did not parse or validate
+├── StepFailed                    one deep-flow step gave no usable result; the flow steps down, never HTTP
+└── LinePushError                 LINE refused or kept failing a push; the LINE channel logs and counts it
 """
 
 from __future__ import annotations
@@ -124,3 +126,26 @@ class ToolError(CareerWiseError):
 
 class ToolArgumentsError(ToolError):
     code = "tool_arguments_invalid"
+
+
+class StepFailed(CareerWiseError):
+    """One step (an agent, a chain step, the merge, the reflection) gave no usable result.
+
+    ``code``: timeout, turn_deadline, invalid_json, empty, llm_unavailable, llm_error, internal_error.
+    ``unreachable``: the provider could not be reached at all (connect failure / 5xx), so a lower rung
+    that also needs the LLM would fail the same way. The deep flows catch it and step down
+    (``flows/deep_steps.py``); it reaches neither a reply nor HTTP.
+    """
+
+    def __init__(self, code: str, detail: str = "", *, unreachable: bool = False) -> None:
+        super().__init__(f"{code}: {detail}" if detail else code)
+        self.code = code
+        self.detail = detail
+        self.unreachable = unreachable
+
+
+class LinePushError(CareerWiseError):
+    """LINE refused a push (a 4xx other than 429) or it failed on every attempt (``channels/line.py``):
+    the event is marked failed, logged and counted there; the chain holds the cause."""
+
+    code = "line_push_failed"

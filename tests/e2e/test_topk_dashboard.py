@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import BrowserContext, Page, expect
 
-from careerwise.cli_admin import load_trace
+from careerwise.cli.admin import load_trace
 from careerwise.knowledge.embeddings import Vector
 from careerwise.knowledge.index import Hit, IndexedChunk
 from careerwise.services import Services

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from careerwise.assistant_settings import SettingsStore
-from careerwise.cli_admin import load_trace
+from careerwise.cli.admin import load_trace
 from careerwise.knowledge.embeddings import Embedder
 from careerwise.knowledge.ingest import ingest_paths
 from careerwise.store import Database

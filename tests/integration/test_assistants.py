@@ -21,6 +21,7 @@ from careerwise.config import Settings, get_settings
 from careerwise.engine import TurnRequest
 from careerwise.errors import ConflictError, NotFoundError, UserInputError
 from careerwise.events import DoneEvent, ErrorEvent, Event
+from careerwise.routing.router import RouteDecision
 from careerwise.services import Services
 from careerwise.store import Document, Trace
 from tests.conftest import LiveServer, parse_sse, ready
@@ -187,6 +188,26 @@ async def test_model_provider_and_temperature_settings_reach_the_provider_on_the
     with pytest.raises(UserInputError, match="not configured here"):
         await store.set("llm_provider", "somewhere-else", changed_by="test")
     assert set(services.providers.names()) >= {"primary", "fallback"}
+
+
+async def test_a_turn_uses_the_configured_values_the_assistant_does_not_set(
+    make_services: Callable[..., Services], fake_llm: FakeLLM
+) -> None:
+    services = await ready(make_services(phase1_max_tokens=100, phase1_temperature=0.4))
+    store = services.assistant_settings
+    await store.set("phase1_temperature", "0.15", changed_by="test")
+    assistant = await store.for_turn()
+    assert assistant.overridden == {"phase1_temperature"}  # only the database's row is the assistant's own
+    assert (await store.effective()).values.overridden == {"phase1_temperature"}
+    options = services.engine.options.with_assistant(assistant)
+    assert (options.phase1_max_tokens, options.phase1_temperature) == (100, 0.15)
+
+    fake_llm.script(text("先查行情，再開價。"))
+    route = RouteDecision(intent="career", tier="simple", layer="test", reasons=["phase 1 on its own"])
+    flow = services.engine.flows.lookup("career", "simple")
+    await drain(services, TurnRequest(message="怎麼談薪水？", route=route, flow=flow))
+    first = fake_llm.requests[0]  # phase 1 of the streamed tool-use flow
+    assert (first["max_tokens"], first["temperature"]) == (100, 0.15)
 
 
 async def test_a_turn_deadline_from_the_database_applies_on_the_next_turn(

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import typer
+from typer.core import TyperGroup
 from typer.testing import CliRunner
 
 from careerwise.cli import app
@@ -72,3 +76,45 @@ def test_ingest_is_idempotent_and_reports_bad_files(cli_env: Settings, tmp_path:
     version_before = third.stdout.rsplit("version ", 1)[1].strip()
     fourth = runner.invoke(app, ["ingest", str(folder / "note.md")])
     assert fourth.stdout.rsplit("version ", 1)[1].strip() == version_before
+
+
+def _command_paths(command: object, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    paths = [path]
+    if isinstance(command, TyperGroup):
+        for name, sub in command.commands.items():
+            paths += _command_paths(sub, (*path, name))
+    return paths
+
+
+def test_every_command_of_the_package_answers_help() -> None:
+    root = typer.main.get_command(app)
+    assert isinstance(root, TyperGroup)
+    assert set(root.commands) == {
+        "apikeys",
+        "assistants",
+        "chat",
+        "eval",
+        "ingest",
+        "route",
+        "search",
+        "serve",
+        "settings",
+        "slots",
+        "traces",
+        "users",
+    }
+    paths = _command_paths(root)
+    assert ("eval", "resumes") in paths and ("settings", "set") in paths
+    runner = CliRunner()
+    for path in paths:
+        result = runner.invoke(app, [*path, "--help"])
+        assert result.exit_code == 0, (path, result.output)
+        assert "Usage:" in result.output, path
+
+
+def test_python_m_careerwise_cli_runs_the_same_command() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "careerwise.cli", "--help"], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    assert "serve" in result.stdout and "eval" in result.stdout

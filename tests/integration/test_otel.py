@@ -14,7 +14,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import StatusCode
 from sqlalchemy import select
 
-from careerwise.cli_admin import load_trace
+from careerwise.cli.admin import load_trace
 from careerwise.engine import TurnRequest
 from careerwise.events import DoneEvent, Event
 from careerwise.knowledge.embeddings import Embedder

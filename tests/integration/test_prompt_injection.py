@@ -17,7 +17,7 @@ import httpx
 from sqlalchemy import func, inspect, select
 from sqlalchemy import text as sql
 
-from careerwise.cli_admin import load_trace
+from careerwise.cli.admin import load_trace
 from careerwise.knowledge.ingest import ingest_paths
 from careerwise.llm.canary import CanaryGuard
 from careerwise.store import Database, SettingsAudit, Trace

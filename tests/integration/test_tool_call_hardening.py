@@ -16,7 +16,7 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import select
 
-from careerwise.cli_admin import load_trace
+from careerwise.cli.admin import load_trace
 from careerwise.engine import TurnRequest
 from careerwise.events import DoneEvent, ErrorEvent, ToolCallEvent, ToolResultEvent
 from careerwise.knowledge.ingest import ingest_paths

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from careerwise.assistant_settings import SettingsStore
-from careerwise.cli_admin import load_trace
+from careerwise.cli.admin import load_trace
 from careerwise.store import Database
 from tests.conftest import LiveServer, client, parse_sse
 from tests.fakes.fake_llm import Call, FakeLLM, text, tool_calls

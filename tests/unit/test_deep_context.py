@@ -12,11 +12,12 @@ from typing import Any
 import pytest
 
 from careerwise.api._sse import KEEPALIVE, sse_with_keepalive
+from careerwise.errors import StepFailed
 from careerwise.events import DeltaEvent, Event, ProgressEvent, event_to_sse
-from careerwise.flows import _deep, _resume_context
-from careerwise.flows._deep import Budget, StepFailed
+from careerwise.flows import _resume_context, deep_steps
 from careerwise.flows.base import FlowContext, FlowOptions
 from careerwise.flows.career_chain import Draft, fact_check
+from careerwise.flows.deep_steps import Budget
 from careerwise.flows.parallel import FACETS, _stored_resume, agent_messages
 from careerwise.knowledge.index import Hit, IndexedChunk
 from careerwise.llm.types import ChatMessage, CompletionRequest, StreamChunk, Usage
@@ -26,7 +27,7 @@ BEAT = 0.01
 
 
 def heartbeat_tasks() -> list[asyncio.Task[Any]]:
-    return [t for t in asyncio.all_tasks() if t.get_name().startswith(_deep.HEARTBEAT_TASK)]
+    return [t for t in asyncio.all_tasks() if t.get_name().startswith(deep_steps.HEARTBEAT_TASK)]
 
 
 class SlowProvider:
@@ -64,8 +65,8 @@ def _ctx(provider: Any, *, beat: float = BEAT, message: str = "該不該離職")
 ASK = [ChatMessage(role="system", content="s"), ChatMessage(role="user", content="u")]
 
 
-async def _ask_text(ctx: FlowContext, emit: _deep.Emit | None, budget: Budget | None = None) -> str:
-    reply: str = await _deep.ask_text(
+async def _ask_text(ctx: FlowContext, emit: deep_steps.Emit | None, budget: Budget | None = None) -> str:
+    reply: str = await deep_steps.ask_text(
         ctx,
         ASK,
         temperature=0.5,
@@ -136,13 +137,13 @@ async def test_beats_never_follow_the_steps_own_events_through_the_pump() -> Non
     """In the order a client sees: every beat of a step comes after its start and before its end."""
     ctx = _ctx(SlowProvider("好", 0.15))
 
-    async def run(emit: _deep.Emit) -> None:
+    async def run(emit: deep_steps.Emit) -> None:
         for n in range(2):
             emit(ProgressEvent(stage="chain_step", detail=f"start {n}"))
             await _ask_text(ctx, emit)
             emit(ProgressEvent(stage="chain_step", detail=f"end {n}"))
 
-    events = [e async for e in _deep.pump(run)]
+    events = [e async for e in deep_steps.pump(run)]
     marks = [e.detail if e.stage == "chain_step" else "beat" for e in events if isinstance(e, ProgressEvent)]
     assert marks[0] == "start 0" and marks[-1] == "end 1"
     between = marks[marks.index("start 0") + 1 : marks.index("end 0")]
@@ -155,10 +156,10 @@ async def test_beats_never_follow_the_steps_own_events_through_the_pump() -> Non
 async def test_closing_the_pump_mid_step_leaves_no_heartbeat_running() -> None:
     ctx = _ctx(SlowProvider("好", None))
 
-    async def run(emit: _deep.Emit) -> None:
+    async def run(emit: deep_steps.Emit) -> None:
         await _ask_text(ctx, emit)
 
-    gen = _deep.pump(run)
+    gen = deep_steps.pump(run)
     first = await gen.__anext__()
     assert isinstance(first, ProgressEvent) and first.stage == "waiting"
     await gen.aclose()

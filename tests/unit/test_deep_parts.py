@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from careerwise.errors import LLMTimeoutError, LLMUnavailableError
+from careerwise.errors import LLMTimeoutError, LLMUnavailableError, StepFailed
 from careerwise.events import Event, ProgressEvent
-from careerwise.flows import _deep
-from careerwise.flows._deep import Budget, StepFailed
+from careerwise.flows import deep_steps
 from careerwise.flows.base import FlowContext, FlowOptions
 from careerwise.flows.career_chain import Draft, ReflectionOutput, apply_review, split_query
+from careerwise.flows.deep_steps import Budget
 from careerwise.flows.parallel import (
     FACETS,
     AgentOutput,
@@ -46,35 +46,35 @@ from careerwise.tracing.background import DEEP_TASK_AFTER_CLOSE, failure_counts
     ],
 )
 def test_extract_json_finds_the_object(reply: str) -> None:
-    assert _deep.extract_json(reply) == {"a": 1}
+    assert deep_steps.extract_json(reply) == {"a": 1}
 
 
 def test_extract_json_says_why_it_failed() -> None:
     with pytest.raises(ValueError, match="empty"):
-        _deep.extract_json("   ")
+        deep_steps.extract_json("   ")
     with pytest.raises(ValueError, match="no JSON object"):
-        _deep.extract_json("我覺得你應該先想清楚。")
+        deep_steps.extract_json("我覺得你應該先想清楚。")
 
 
 def test_agent_output_is_strict_but_tidies_what_is_harmless() -> None:
-    ok = _deep.parse_model(
+    ok = deep_steps.parse_model(
         AgentOutput,
         '{"findings": [" a ", "", "b", "c", "d", "e", "f"], "insights": ["x"], "risk_level": " High "}',
     )
     assert ok.findings == ["a", "b", "c", "d", "e"] and ok.risk_level == "high"
     with pytest.raises(ValueError, match=r"risk_level"):
-        _deep.parse_model(AgentOutput, '{"findings": ["a"], "insights": ["x"], "risk_level": "purple"}')
+        deep_steps.parse_model(AgentOutput, '{"findings": ["a"], "insights": ["x"], "risk_level": "purple"}')
     with pytest.raises(ValueError, match=r"findings"):
-        _deep.parse_model(AgentOutput, '{"findings": ["", " "], "insights": ["x"], "risk_level": "low"}')
+        deep_steps.parse_model(AgentOutput, '{"findings": ["", " "], "insights": ["x"], "risk_level": "low"}')
     with pytest.raises(ValueError, match=r"insights"):
-        _deep.parse_model(AgentOutput, '{"findings": ["a"], "risk_level": "low"}')
+        deep_steps.parse_model(AgentOutput, '{"findings": ["a"], "risk_level": "low"}')
 
 
 def test_merge_output_normalises_cites_and_refuses_an_empty_report() -> None:
-    merge = _deep.parse_model(MergeOutput, '{"market": [{"text": "x", "cites": "[a1], b2"}]}')
+    merge = deep_steps.parse_model(MergeOutput, '{"market": [{"text": "x", "cites": "[a1], b2"}]}')
     assert merge.market[0].cites == ["A1", "B2"]
     with pytest.raises(ValueError, match="no statements"):
-        _deep.parse_model(MergeOutput, '{"market": [], "actions": []}')
+        deep_steps.parse_model(MergeOutput, '{"market": [], "actions": []}')
 
 
 # --------------------------------------------------------------------------- queries
@@ -90,7 +90,7 @@ def test_merge_output_normalises_cites_and_refuses_an_empty_report() -> None:
     ],
 )
 def test_situation_keywords(message: str, zh: bool, expected: str) -> None:
-    assert _deep.situation_keywords(message, zh) == expected
+    assert deep_steps.situation_keywords(message, zh) == expected
 
 
 def test_facet_queries_combine_each_angle_with_the_situation() -> None:
@@ -113,32 +113,32 @@ def test_split_query_takes_the_last_search_line() -> None:
 
 
 def test_numbers_ignore_thousands_separators_and_list_marks() -> None:
-    assert _deep.numbers("每月 29,500 元、時薪 196 元，約 1.5 倍") == {"29500", "196", "1.5"}
-    assert _deep.numbers("２９，５００") == {"29500"}  # full-width
+    assert deep_steps.numbers("每月 29,500 元、時薪 196 元，約 1.5 倍") == {"29500", "196", "1.5"}
+    assert deep_steps.numbers("２９，５００") == {"29500"}  # full-width
 
 
 def test_named_tokens_in_chinese_and_english() -> None:
-    assert _deep.named_tokens("學 React 和 Node.js，再投 LinkedIn") == {"react", "node.js", "linkedin"}
-    assert _deep.named_tokens("Learn React first. Then apply on LinkedIn and AWS.") == {
+    assert deep_steps.named_tokens("學 React 和 Node.js，再投 LinkedIn") == {"react", "node.js", "linkedin"}
+    assert deep_steps.named_tokens("Learn React first. Then apply on LinkedIn and AWS.") == {
         "react",
         "linkedin",
         "aws",
     }
-    assert _deep.named_tokens("Your salary is below the market.") == set()
+    assert deep_steps.named_tokens("Your salary is below the market.") == set()
 
 
 def test_unsupported_catches_numbers_names_and_unrelated_text() -> None:
     cited = ["2026 年起基本工資為每月 29,500 元"]
     chunks = ["第一條是基本工資。2026 年起調升為每月 29,500 元、時薪 196 元。"]
-    assert _deep.unsupported("2026 年起基本工資每月 29500 元", cited, chunks) is None
+    assert deep_steps.unsupported("2026 年起基本工資每月 29500 元", cited, chunks) is None
     assert (
-        _deep.unsupported("時薪 196 元，2026 年起基本工資 29,500 元", cited, chunks) is None
+        deep_steps.unsupported("時薪 196 元，2026 年起基本工資 29,500 元", cited, chunks) is None
     )  # from the chunk
-    assert "98765" in (_deep.unsupported("平均月薪 98,765 元", cited, chunks) or "")
-    assert "google" in (_deep.unsupported("Google 調高了基本工資", cited, chunks) or "")
-    assert "little in common" in (_deep.unsupported("面試時先講結論再講過程和細節", cited, chunks) or "")
+    assert "98765" in (deep_steps.unsupported("平均月薪 98,765 元", cited, chunks) or "")
+    assert "google" in (deep_steps.unsupported("Google 調高了基本工資", cited, chunks) or "")
+    assert "little in common" in (deep_steps.unsupported("面試時先講結論再講過程和細節", cited, chunks) or "")
     assert (
-        _deep.unsupported("1. 2026 年起基本工資為每月 29,500 元", cited, []) is None
+        deep_steps.unsupported("1. 2026 年起基本工資為每月 29,500 元", cited, []) is None
     )  # a list number is not a fact
 
 
@@ -260,12 +260,12 @@ def test_apply_review_refuses_what_is_not_a_grounded_correction(
 
 
 def test_a_revised_section_may_come_as_a_list_of_lines() -> None:
-    review = _deep.parse_model(
+    review = deep_steps.parse_model(
         ReflectionOutput, '{"corrections": ["x"], "advice": ["- 第一步", " ", "- 第二步"]}'
     )
     assert review.advice == "- 第一步\n- 第二步" and review.background is None
     with pytest.raises(ValueError, match="advice"):
-        _deep.parse_model(ReflectionOutput, '{"corrections": [], "advice": {"text": "x"}}')
+        deep_steps.parse_model(ReflectionOutput, '{"corrections": [], "advice": {"text": "x"}}')
 
 
 def test_claimed_corrections_without_a_change_are_not_recorded() -> None:
@@ -276,10 +276,10 @@ def test_claimed_corrections_without_a_change_are_not_recorded() -> None:
 
 def test_placeholders_from_the_schema_are_not_findings() -> None:
     with pytest.raises(ValueError, match="findings"):
-        _deep.parse_model(
+        deep_steps.parse_model(
             AgentOutput, '{"findings": ["具體發現1", "具體發現2"], "insights": ["x"], "risk_level": "low"}'
         )
-    merge = _deep.parse_model(
+    merge = deep_steps.parse_model(
         MergeOutput, '{"market": [{"text": "…", "cites": ["A1"]}, {"text": "ok", "cites": []}]}'
     )
     assert [s.text for s in merge.market] == ["", "ok"]
@@ -299,7 +299,7 @@ def test_budget_gives_each_step_the_smaller_of_its_deadline_and_what_is_left() -
 
 
 async def test_pump_yields_events_as_they_come_then_raises_the_tasks_error() -> None:
-    async def run(emit: _deep.Emit) -> None:
+    async def run(emit: deep_steps.Emit) -> None:
         emit(ProgressEvent(stage="merge", detail="1"))
         await asyncio.sleep(0)
         emit(ProgressEvent(stage="merge", detail="2"))
@@ -307,7 +307,7 @@ async def test_pump_yields_events_as_they_come_then_raises_the_tasks_error() -> 
 
     seen: list[str | None] = []
     with pytest.raises(RuntimeError, match="boom"):
-        async for event in _deep.pump(run):
+        async for event in deep_steps.pump(run):
             assert isinstance(event, ProgressEvent)
             seen.append(event.detail)
     assert seen == ["1", "2"]
@@ -316,7 +316,7 @@ async def test_pump_yields_events_as_they_come_then_raises_the_tasks_error() -> 
 async def test_closing_the_pump_cancels_its_task() -> None:
     cancelled = asyncio.Event()
 
-    async def run(emit: _deep.Emit) -> None:
+    async def run(emit: deep_steps.Emit) -> None:
         emit(ProgressEvent(stage="merge"))
         try:
             await asyncio.sleep(10)
@@ -324,7 +324,7 @@ async def test_closing_the_pump_cancels_its_task() -> None:
             cancelled.set()
             raise
 
-    gen = _deep.pump(run)
+    gen = deep_steps.pump(run)
     first: Event = await gen.__anext__()
     assert first.type == "progress"
     await gen.aclose()
@@ -334,7 +334,7 @@ async def test_closing_the_pump_cancels_its_task() -> None:
 async def test_a_task_that_fails_as_the_pump_closes_is_logged_and_counted(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    async def run(emit: _deep.Emit) -> None:
+    async def run(emit: deep_steps.Emit) -> None:
         emit(ProgressEvent(stage="merge"))
         try:
             await asyncio.sleep(10)
@@ -342,9 +342,9 @@ async def test_a_task_that_fails_as_the_pump_closes_is_logged_and_counted(
             raise RuntimeError("cleanup failed") from None
 
     before = failure_counts()[DEEP_TASK_AFTER_CLOSE]
-    gen = _deep.pump(run)
+    gen = deep_steps.pump(run)
     await gen.__anext__()
-    with caplog.at_level(logging.ERROR, logger=_deep.log.name):
+    with caplog.at_level(logging.ERROR, logger=deep_steps.log.name):
         await gen.aclose()
     assert failure_counts()[DEEP_TASK_AFTER_CLOSE] == before + 1
     assert any("after its reader had gone" in r.getMessage() and r.exc_info for r in caplog.records)
@@ -394,7 +394,7 @@ ASK = [ChatMessage(role="system", content="s"), ChatMessage(role="user", content
 
 
 async def _ask(ctx: FlowContext, budget: Budget | None = None) -> AgentOutput:
-    return await _deep.ask_json(
+    return await deep_steps.ask_json(
         ctx, ASK, AgentOutput, temperature=0.3, max_tokens=100, budget=budget or Budget(5, 5), label="agent_x"
     )
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from careerwise.flows import _deep, _facts
+from careerwise.flows import deep_steps, fact_checks
 
 # --------------------------------------------------------------------------- the normaliser
 
@@ -45,7 +45,7 @@ from careerwise.flows import _deep, _facts
     ],
 )
 def test_numbers_written_differently_are_the_same_number(written: str, same_as: str) -> None:
-    assert _facts.numbers(written) == _facts.numbers(same_as) != set()
+    assert fact_checks.numbers(written) == fact_checks.numbers(same_as) != set()
 
 
 @pytest.mark.parametrize(
@@ -74,31 +74,34 @@ def test_numbers_written_differently_are_the_same_number(written: str, same_as: 
     ],
 )
 def test_words_with_numerals_that_state_no_number(text: str) -> None:
-    assert _facts.numbers(text) == set()
+    assert fact_checks.numbers(text) == set()
 
 
 def test_numbers_keep_decimals_and_drop_leading_zeros() -> None:
-    assert _facts.numbers("約 1.5 倍，時薪 196 元") == {"1.5", "196"}
-    assert _facts.numbers("1.50 倍") == {"1.5"}
-    assert _facts.numbers("2026/11/30") == {"2026", "11", "30"}
-    assert _facts.numbers("1.5 倍是從行首開始的數字") == {"1.5"}  # not a list mark
+    assert fact_checks.numbers("約 1.5 倍，時薪 196 元") == {"1.5", "196"}
+    assert fact_checks.numbers("1.50 倍") == {"1.5"}
+    assert fact_checks.numbers("2026/11/30") == {"2026", "11", "30"}
+    assert fact_checks.numbers("1.5 倍是從行首開始的數字") == {"1.5"}  # not a list mark
 
 
 def test_the_merge_guard_reads_numbers_the_same_way() -> None:
     # the merge check used to miss Chinese numerals: 三成 vs 30 %
     cited = ["約有 30% 的人轉職後薪水下降"]
-    assert _deep.unsupported("約三成的人轉職後薪水下降", cited, []) is None
-    assert "40" in (_deep.unsupported("約四成的人轉職後薪水下降", cited, []) or "")
-    assert _deep.unsupported("起薪約五萬元，轉職後薪水下降", ["起薪約 50,000 元，轉職後薪水下降"], []) is None
+    assert deep_steps.unsupported("約三成的人轉職後薪水下降", cited, []) is None
+    assert "40" in (deep_steps.unsupported("約四成的人轉職後薪水下降", cited, []) or "")
+    assert (
+        deep_steps.unsupported("起薪約五萬元，轉職後薪水下降", ["起薪約 50,000 元，轉職後薪水下降"], [])
+        is None
+    )
 
 
 # --------------------------------------------------------------------------- names and titles
 
 
 def test_titles_in_book_marks_are_names() -> None:
-    assert _facts.titles("先讀《原子習慣》再讀《深度工作力》") == {"原子習慣", "深度工作力"}
-    assert "原子習慣" in (_facts.unsupported_claim("推薦讀《原子習慣》", ["面試前先準備故事"]) or "")
-    assert _facts.unsupported_claim("推薦讀《原子習慣》", ["《原子習慣》提到小改變"]) is None
+    assert fact_checks.titles("先讀《原子習慣》再讀《深度工作力》") == {"原子習慣", "深度工作力"}
+    assert "原子習慣" in (fact_checks.unsupported_claim("推薦讀《原子習慣》", ["面試前先準備故事"]) or "")
+    assert fact_checks.unsupported_claim("推薦讀《原子習慣》", ["《原子習慣》提到小改變"]) is None
 
 
 @pytest.mark.parametrize(
@@ -114,7 +117,7 @@ def test_titles_in_book_marks_are_names() -> None:
 )
 def test_unsupported_claims_say_what_is_missing(claim: str, why: str) -> None:
     sources = ["2026 年起基本工資為每月 29,500 元", "想轉職前端但沒有相關經驗"]
-    reason = _facts.unsupported_claim(claim, sources)
+    reason = fact_checks.unsupported_claim(claim, sources)
     assert reason is not None and why in reason
 
 
@@ -130,7 +133,7 @@ def test_unsupported_claims_say_what_is_missing(claim: str, why: str) -> None:
 )
 def test_supported_or_claimless_sentences_pass(claim: str) -> None:
     sources = ["2026 年起基本工資為每月 29,500 元", "想轉職前端但沒有相關經驗"]
-    assert _facts.unsupported_claim(claim, sources) is None
+    assert fact_checks.unsupported_claim(claim, sources) is None
 
 
 # --------------------------------------------------------------------------- whole texts
@@ -138,9 +141,9 @@ def test_supported_or_claimless_sentences_pass(claim: str) -> None:
 
 def test_sentences_keep_their_end_marks() -> None:
     line = "先估算生活費。再開始學前端！最後投履歷"
-    assert _facts.sentences(line) == ["先估算生活費。", "再開始學前端！", "最後投履歷"]
-    assert "".join(_facts.sentences(line)) == line
-    assert _facts.sentences("Save first. Then learn.") == ["Save first.", " Then learn."]
+    assert fact_checks.sentences(line) == ["先估算生活費。", "再開始學前端！", "最後投履歷"]
+    assert "".join(fact_checks.sentences(line)) == line
+    assert fact_checks.sentences("Save first. Then learn.") == ["Save first.", " Then learn."]
 
 
 def test_check_text_drops_only_the_unsupported_sentences() -> None:
@@ -152,7 +155,7 @@ def test_check_text_drops_only_the_unsupported_sentences() -> None:
         "- 先考 AWS 證照。\n"
         "2. 讀《原子習慣》。"
     )
-    result = _facts.check_text(text, sources)
+    result = fact_checks.check_text(text, sources)
     assert result.text == (
         "結論：先存好生活費再轉職。\n- 〔1〕2026 年起基本工資為每月 29,500 元。\n- 你已經工作 3 年，經驗可以轉移。"
     )
@@ -164,5 +167,5 @@ def test_check_text_drops_only_the_unsupported_sentences() -> None:
 
 def test_check_text_leaves_a_supported_text_as_it_is() -> None:
     text = "- 想轉職前端\n\n- 擔心收入：基本工資 29,500 元"
-    result = _facts.check_text(text, ["基本工資每月 29,500 元", "想轉職前端"])
+    result = fact_checks.check_text(text, ["基本工資每月 29,500 元", "想轉職前端"])
     assert result.text == text and result.dropped == []

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from careerwise.config import Settings
-from careerwise.flows._deep import Budget, StepFailed
+from careerwise.errors import StepFailed
+from careerwise.flows.deep_steps import Budget
 from careerwise.llm.openai_provider import is_llama_cpp
 from careerwise.llm.profile import (
     FULL_DESIGN_MIN_CONCURRENCY,

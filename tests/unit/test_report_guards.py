@@ -1,12 +1,12 @@
 """The report guards (flows/report_guards.py), one by one, on what the embedded model's deep reports
-really said (issue 24), in Chinese and in English; and the fact check's allow-list (flows/_facts.py)."""
+really said (issue 24), in Chinese and in English; and the fact check's allow-list (flows/fact_checks.py)."""
 
 from __future__ import annotations
 
 import pytest
 
 from careerwise.events import ReportSection, Source
-from careerwise.flows import _facts, report_guards
+from careerwise.flows import fact_checks, report_guards
 from careerwise.flows.report_guards import (
     DUPLICATE_ITEMS,
     DUPLICATE_SOURCES,
@@ -275,13 +275,16 @@ def test_the_off_domain_count_reaches_the_report_counts() -> None:
 def test_the_fact_check_keeps_common_terms_and_acronyms() -> None:
     sources = ["轉職前先盤點可轉移的技能。"]
     for sentence in ("可以往 UI/UX 設計發展。", "先設定 KPI 與 OKR，再學 SQL。", "HR 面試時說明轉職動機。"):
-        assert _facts.unsupported_claim(sentence, sources) is None, sentence
+        assert fact_checks.unsupported_claim(sentence, sources) is None, sentence
     # a company or a product is still a claim a source must contain
-    assert _facts.unsupported_claim("可以投遞 Google 的職缺。", sources) == "names not in its sources: google"
+    assert (
+        fact_checks.unsupported_claim("可以投遞 Google 的職缺。", sources)
+        == "names not in its sources: google"
+    )
 
 
 def test_the_fact_check_keeps_the_users_own_words() -> None:
-    checked = _facts.check_text(
+    checked = fact_checks.check_text(
         "你想轉 Figma 相關的工作。\n建議學 Tableau。", ["我會用 Figma，想換工作", "盤點技能"]
     )
     assert checked.text == "你想轉 Figma 相關的工作。" and [w for _, w in checked.dropped] == [

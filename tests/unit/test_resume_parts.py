@@ -9,7 +9,7 @@ from io import BytesIO
 import pytest
 from pydantic import ValidationError
 
-from careerwise.flows._deep import parse_model
+from careerwise.flows.deep_steps import parse_model
 from careerwise.resume.contact import has_contact, mask_contact
 from careerwise.resume.extract import ExtractLimits, ResumeFileError, ResumeTypeError, extract_resume, sniff
 from careerwise.resume.report import PreviousReview, build_report

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from careerwise.flows._deep import parse_model
+from careerwise.flows.deep_steps import parse_model
 from careerwise.llm.local import LocalProvider
 from careerwise.llm.openai_provider import OpenAIProvider
 from careerwise.llm.types import ChatMessage, CompletionRequest

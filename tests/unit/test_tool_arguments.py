@@ -11,7 +11,7 @@ import pytest
 
 from careerwise.assistant_settings import AssistantSettings
 from careerwise.errors import ToolArgumentsError
-from careerwise.flows._deep import passages
+from careerwise.flows.deep_steps import passages
 from careerwise.flows.tool_use import _parse_arguments
 from careerwise.knowledge.index import Hit
 from careerwise.knowledge.service import KnowledgeBase

@@ -49,6 +49,7 @@ from careerwise.engine import Engine, TurnRequest
 from careerwise.errors import (
     ConflictError,
     ConversationBusyError,
+    LinePushError,
     NotFoundError,
     RateLimitedError,
     UserInputError,
@@ -221,10 +222,6 @@ def _describe(exc: BaseException) -> str:
     if isinstance(exc, ApiException):
         return f"HTTP {exc.status}: {str(exc.body or exc.reason)[:300]}"
     return f"{type(exc).__name__}: {exc}"
-
-
-class LinePushError(RuntimeError):
-    pass
 
 
 class LineAssistantUnavailableError(RuntimeError):

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from careerwise.events import DegradedEvent, ErrorEvent, ReportEvent
-from careerwise.flows import _facts
+from careerwise.flows import fact_checks
 from careerwise.resume.service import prepare
 from careerwise.resume.structure import KINDS, LABELS, detect_sections, looks_like_resume
 
@@ -138,7 +138,7 @@ def report_overall(report: ReportEvent) -> float | None:
 def invented_figures(rewrite: str, resume_text: str) -> list[str]:
     """Figures a rewrite states that appear nowhere in the resume (placeholders such as ``[X]%`` carry
     no figure)."""
-    return sorted(_facts.numbers(rewrite) - _facts.all_numbers(resume_text))
+    return sorted(fact_checks.numbers(rewrite) - fact_checks.all_numbers(resume_text))
 
 
 def section_score(item: ResumeItem, detected: set[str], kinds: Sequence[str]) -> tuple[int, int]:

@@ -4,49 +4,59 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING
 
 from careerwise.assistant_settings import AssistantSettings
 from careerwise.events import Event
 from careerwise.llm.types import ChatMessage, LLMProvider, Usage
 from careerwise.tools.registry import ToolRegistry
+from careerwise.tunables import DEADLINE_KEYS, TUNABLE_KEYS, Deadlines, Tunables
 
 if TYPE_CHECKING:
     from careerwise.knowledge.service import KnowledgeBase
 
 
+_TUNED = Tunables()
+_DEADLINES = Deadlines()
+
+
 @dataclass(frozen=True)
 class FlowOptions:
-    buffer_guard_chunks: int = 3
-    phase1_max_tokens: int = 512
-    phase1_temperature: float = 0.7
-    phase3_max_tokens: int = 384
-    phase3_temperature: float = 0.5
-    max_tool_rounds: int = 2
+    """What the flows read besides the assistant's settings. The tunables among these fields take their
+    defaults (and, in the configuration, their bounds) from ``careerwise.tunables``; the engine builds
+    them from the configuration and :meth:`with_assistant` applies an assistant's own values per turn."""
+
+    buffer_guard_chunks: int = _TUNED.buffer_guard_chunks
+    phase1_max_tokens: int = _TUNED.phase1_max_tokens
+    phase1_temperature: float = _TUNED.phase1_temperature
+    phase3_max_tokens: int = _TUNED.phase3_max_tokens
+    phase3_temperature: float = _TUNED.phase3_temperature
+    max_tool_rounds: int = _TUNED.max_tool_rounds
     max_tool_calls: int = 4
     llm_retries: int = 1
     supports_tools: bool = True
     coverage_hint: bool = True  # the phase-1 prompt names the articles the message matches
     medium_flow: str = "auto"  # auto | chain | streamed: which flow answers a medium question
     deep_design: str = "auto"  # auto | full | compact: the deep design (auto: the provider profile's rule)
-    deep_step_timeout: float = 30.0
-    deep_turn_timeout: float = 75.0
+    deep_step_timeout: float = _DEADLINES.deep_step_timeout
+    deep_turn_timeout: float = _DEADLINES.deep_turn_timeout
     deep_heartbeat: float = 10.0  # seconds between "waiting" progress events during one deep LLM step
 
     def with_assistant(self, a: AssistantSettings) -> FlowOptions:
-        """These options with the assistant's stored values for this turn applied."""
-        return replace(
-            self,
-            buffer_guard_chunks=a.buffer_guard_chunks,
-            phase1_max_tokens=a.phase1_max_tokens,
-            phase1_temperature=a.phase1_temperature,
-            phase3_max_tokens=a.phase3_max_tokens,
-            phase3_temperature=a.phase3_temperature,
-            max_tool_rounds=a.max_tool_rounds,
-            deep_step_timeout=a.deep_step_timeout,
-            deep_turn_timeout=a.deep_turn_timeout,
-        )
+        """These options with the values the assistant sets itself (``a.overridden``) for this turn.
+
+        A tunable the assistant does not set keeps the value these options were built with (the
+        configuration's), whatever ``a`` holds for it: ``a`` may carry built-in defaults there.
+        """
+        own = {key: getattr(a, key) for key in FLOW_TUNABLES if key in a.overridden}
+        return replace(self, **own) if own else self
+
+
+# the FlowOptions fields an assistant may set for itself (careerwise settings)
+FLOW_TUNABLES: tuple[str, ...] = tuple(
+    f.name for f in fields(FlowOptions) if f.name in TUNABLE_KEYS or f.name in DEADLINE_KEYS
+)
 
 
 @dataclass

@@ -6,7 +6,7 @@
 then the reflection reviews the draft against the same passages and fixes what contradicts them. What it
 changed is recorded on the report (``reflection``), and a revision that brings numbers or names found
 neither in the draft, the passages nor the user's message is refused (the draft's text stays).
-Last, a mechanical fact check (``_facts.check_text``) removes every sentence of the final report that
+Last, a mechanical fact check (``fact_checks.check_text``) removes every sentence of the final report that
 asserts a number, an amount, a year, a percentage, a name or a title found neither in the passages nor in
 what the user wrote; the report counts them (``dropped_statements``).
 
@@ -24,17 +24,17 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
+from careerwise.errors import StepFailed
 from careerwise.events import Event, ProgressEvent, ReportEvent, ReportSection
-from careerwise.flows import _deep, _facts, report_guards
-from careerwise.flows._deep import (
+from careerwise.flows import deep_steps, fact_checks, report_guards
+from careerwise.flows.base import FlowContext
+from careerwise.flows.deep_steps import (
     CHAIN_TEMPERATURE,
     REFLECTION_TEMPERATURE,
     Budget,
     Emit,
     Outcome,
-    StepFailed,
 )
-from careerwise.flows.base import FlowContext
 from careerwise.knowledge.index import Hit
 from careerwise.llm.types import ChatMessage
 
@@ -111,7 +111,7 @@ class ReflectionOutput(BaseModel):
     @field_validator("corrections", mode="before")
     @classmethod
     def _corrections(cls, v: object) -> object:
-        return _deep.clean_items(v, 10) if isinstance(v, list) else v
+        return deep_steps.clean_items(v, 10) if isinstance(v, list) else v
 
     @field_validator("background", "comparison", "advice", mode="before")
     @classmethod
@@ -143,7 +143,7 @@ def split_query(text: str) -> tuple[str, str | None]:
 
 def fallback_query(ctx: FlowContext) -> str:
     angle = "職涯 建議" if ctx.zh else "career advice"
-    return f"{_deep.situation_keywords(ctx.message, ctx.zh)} {angle}".strip()
+    return f"{deep_steps.situation_keywords(ctx.message, ctx.zh)} {angle}".strip()
 
 
 MIN_KEPT = 0.3  # a correction keeps most of a section; a revision sharing less with it is a rewrite
@@ -167,14 +167,14 @@ def apply_review(
         problem: str | None
         if not review.corrections:
             problem = "revised without stating a correction"
-        elif _deep.is_placeholder(new):
+        elif deep_steps.is_placeholder(new):
             problem = "a template phrase, not a revision"
         else:
-            kept = _deep.overlap(new, [old])
+            kept = deep_steps.overlap(new, [old])
             if kept is not None and kept < MIN_KEPT:
                 problem = f"a rewrite, not a correction ({kept:.2f} of it is in the draft)"
             else:
-                problem = _deep.unsupported(new, [old], allowed)
+                problem = deep_steps.unsupported(new, [old], allowed)
                 if problem is not None and problem.startswith("little in common"):
                     problem = None
         if problem is not None:
@@ -205,7 +205,7 @@ def fact_check(ctx: FlowContext, draft: Draft, hits: list[Hit]) -> tuple[Draft, 
     checked: dict[str, str] = {}
     dropped: list[tuple[str, str]] = []
     for key in ("background", "comparison", "advice"):
-        result = _facts.check_text(draft.get(key), sources)
+        result = fact_checks.check_text(draft.get(key), sources)
         dropped.extend(result.dropped)
         checked[key] = result.text or (EMPTIED[0] if ctx.zh else EMPTIED[1])
     return (Draft(**checked) if dropped else draft), dropped
@@ -221,7 +221,7 @@ async def run_chain(ctx: FlowContext, budget: Budget, emit: Emit, out: Outcome) 
     kb = ctx.kb
     try:
         emit(ProgressEvent(stage="chain_step", detail="background"))
-        raw = await _deep.ask_text(
+        raw = await deep_steps.ask_text(
             ctx,
             [
                 ChatMessage(role="system", content=BACKGROUND_ZH if zh else BACKGROUND_EN),
@@ -255,7 +255,7 @@ async def run_chain(ctx: FlowContext, budget: Budget, emit: Emit, out: Outcome) 
                 ctx.state.timings["chain_search_ms"] = 1000 * (time.perf_counter() - t0)
         out.hits = hits
         if hits:
-            comparison = await _deep.ask_text(
+            comparison = await deep_steps.ask_text(
                 ctx,
                 [
                     ChatMessage(role="system", content=COMPARE_ZH if zh else COMPARE_EN),
@@ -274,7 +274,7 @@ async def run_chain(ctx: FlowContext, budget: Budget, emit: Emit, out: Outcome) 
                 else "Summer's knowledge base has nothing that matches your situation directly; the advice below is general."
             )
         emit(ProgressEvent(stage="chain_step", detail="advice"))
-        advice = await _deep.ask_text(
+        advice = await deep_steps.ask_text(
             ctx,
             [
                 ChatMessage(role="system", content=ADVICE_ZH if zh else ADVICE_EN),
@@ -294,7 +294,7 @@ async def run_chain(ctx: FlowContext, budget: Budget, emit: Emit, out: Outcome) 
     if hits:
         emit(ProgressEvent(stage="reflection", detail="reviewing the draft against the passages"))
         try:
-            review = await _deep.ask_json(
+            review = await deep_steps.ask_json(
                 ctx,
                 [
                     ChatMessage(role="system", content=REFLECTION_ZH if zh else REFLECTION_EN),
@@ -315,7 +315,7 @@ async def run_chain(ctx: FlowContext, budget: Budget, emit: Emit, out: Outcome) 
                 detail += f"; refused: {'; '.join(refused)}"
             emit(ProgressEvent(stage="reflection", detail=detail))
         except StepFailed as failure:
-            emit(_deep.degraded("deep_reflection_failed", zh, cause=_deep.cause(failure.code, zh)))
+            emit(deep_steps.degraded("deep_reflection_failed", zh, cause=deep_steps.cause(failure.code, zh)))
     else:
         emit(ProgressEvent(stage="reflection", detail="skipped: no passages to check against"))
     final, dropped = fact_check(ctx, final, hits)
@@ -328,7 +328,7 @@ async def run_chain(ctx: FlowContext, budget: Budget, emit: Emit, out: Outcome) 
                 stage="fact_check", detail=f"dropped {len(dropped)} unsupported sentence(s): {reasons}"
             )
         )
-    sources = _deep.sources_of(hits)
+    sources = deep_steps.sources_of(hits)
     # the report guards (invented user statements, repeated or cut-off items, wrong comparisons, one
     # source per article) run before the sections exist as events: what streams is what the report says
     guarded = report_guards.guard_report(
@@ -352,7 +352,7 @@ async def run_chain(ctx: FlowContext, budget: Budget, emit: Emit, out: Outcome) 
         sections=guarded.sections,
         guards=guarded.counts,
     )
-    for section in _deep.section_events(report):
+    for section in deep_steps.section_events(report):
         emit(section)
     emit(report)
     out.done = True
@@ -360,8 +360,8 @@ async def run_chain(ctx: FlowContext, budget: Budget, emit: Emit, out: Outcome) 
 
 def _compare_input(ctx: FlowContext, background: str, hits: list[Hit]) -> str:
     if ctx.zh:
-        return f"使用者的問題：\n{ctx.message}\n\n背景分析：\n{background}\n\n知識庫段落：\n{_deep.passages(hits)}"
-    return f"The user's question:\n{ctx.message}\n\nBackground analysis:\n{background}\n\nPassages:\n{_deep.passages(hits)}"
+        return f"使用者的問題：\n{ctx.message}\n\n背景分析：\n{background}\n\n知識庫段落：\n{deep_steps.passages(hits)}"
+    return f"The user's question:\n{ctx.message}\n\nBackground analysis:\n{background}\n\nPassages:\n{deep_steps.passages(hits)}"
 
 
 def _advice_input(ctx: FlowContext, background: str, comparison: str) -> str:
@@ -372,9 +372,9 @@ def _advice_input(ctx: FlowContext, background: str, comparison: str) -> str:
 
 def _reflection_input(ctx: FlowContext, draft: Draft, hits: list[Hit]) -> str:
     if ctx.zh:
-        head = f"使用者的問題：\n{ctx.message}\n\n知識庫段落：\n{_deep.passages(hits)}\n\n草稿："
+        head = f"使用者的問題：\n{ctx.message}\n\n知識庫段落：\n{deep_steps.passages(hits)}\n\n草稿："
     else:
-        head = f"The user's question:\n{ctx.message}\n\nPassages:\n{_deep.passages(hits)}\n\nDraft:"
+        head = f"The user's question:\n{ctx.message}\n\nPassages:\n{deep_steps.passages(hits)}\n\nDraft:"
     return f"{head}\n[background]\n{draft.background}\n\n[comparison]\n{draft.comparison}\n\n[advice]\n{draft.advice}"
 
 
@@ -388,7 +388,7 @@ async def chain_with_fallbacks(
     async def run(emit: Emit) -> None:
         await run_chain(ctx, budget, emit, out)
 
-    async for event in _deep.pump(run):
+    async for event in deep_steps.pump(run):
         yield event
     if out.done:
         return
@@ -396,22 +396,22 @@ async def chain_with_fallbacks(
     hits = [*(out.hits or []), *known_hits]
     if failure.code == KNOWLEDGE_SEARCH_FAILED:
         # its own reason, so the notice is true and /metrics counts a failed search
-        yield _deep.degraded("deep_knowledge_search_failed", ctx.zh)
+        yield deep_steps.degraded("deep_knowledge_search_failed", ctx.zh)
     else:
-        yield _deep.degraded("deep_chain_failed", ctx.zh, cause=_deep.cause(failure.code, ctx.zh))
+        yield deep_steps.degraded("deep_chain_failed", ctx.zh, cause=deep_steps.cause(failure.code, ctx.zh))
     if failure.unreachable:
-        async for event in _deep.excerpts(ctx, hits, failure):
+        async for event in deep_steps.excerpts(ctx, hits, failure):
             yield event
         return
-    async for event in _deep.simple_or_excerpts(ctx, hits):
+    async for event in deep_steps.simple_or_excerpts(ctx, hits):
         yield event
 
 
 async def career_chain_flow(ctx: FlowContext) -> AsyncIterator[Event]:
     if ctx.kb is None or not ctx.kb.available:
-        yield _deep.degraded("deep_knowledge_unavailable", ctx.zh)
-        async for event in _deep.simple_or_excerpts(ctx, [], skip_reason="knowledge_unavailable"):
+        yield deep_steps.degraded("deep_knowledge_unavailable", ctx.zh)
+        async for event in deep_steps.simple_or_excerpts(ctx, [], skip_reason="knowledge_unavailable"):
             yield event
         return
-    async for event in chain_with_fallbacks(ctx, _deep.budget_for(ctx), []):
+    async for event in chain_with_fallbacks(ctx, deep_steps.budget_for(ctx), []):
         yield event

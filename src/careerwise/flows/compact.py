@@ -13,7 +13,7 @@ afford:
    ``knowledge/passages.py``), and the same ``{"findings", "insights", "risk_level"}`` schema
    validated by :class:`parallel.AgentOutput` (one retry with the error), with a hard ``max_tokens``.
 3. No merge and no reflection: a mechanical check takes their place. Every finding and insight must pass
-   the merge guard's test against the facet's passages and the user's message (``_deep.unsupported``:
+   the merge guard's test against the facet's passages and the user's message (``deep_steps.unsupported``:
    its numbers and names found there, and some wording in common with the passages); what fails is
    dropped and counted (``dropped_statements``), as the merge drops what it cannot support.
 4. The facet's section goes out (a ``section`` event) the moment its call is checked; the final section
@@ -32,10 +32,11 @@ import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
+from careerwise.errors import StepFailed
 from careerwise.events import Event, ProgressEvent, ReportEvent, ReportSection, SectionEvent
-from careerwise.flows import _deep, _facts, report_guards
-from careerwise.flows._deep import Budget, Emit, StepFailed
+from careerwise.flows import deep_steps, fact_checks, report_guards
 from careerwise.flows.base import FlowContext, FlowOptions
+from careerwise.flows.deep_steps import Budget, Emit
 
 # the facet search, roles and headings are the full design's
 from careerwise.flows.parallel import (
@@ -105,7 +106,7 @@ def design_of(options: FlowOptions, provider: object) -> tuple[Design, str]:
 
 
 @dataclass
-class CompactOutcome(_deep.Outcome):
+class CompactOutcome(deep_steps.Outcome):
     knowledge_failed: bool = False
     sent: int = 0  # sections already sent to the user as ``section`` events
 
@@ -183,9 +184,9 @@ def check_items(items: list[str], hits: list[Hit], message: str, *, advice: bool
         if not text or text in kept:
             continue
         problem = (
-            _facts.unsupported_claim(_LIST_MARK.sub("", text), [*chunks, message])
+            fact_checks.unsupported_claim(_LIST_MARK.sub("", text), [*chunks, message])
             if advice
-            else _deep.unsupported(text, chunks, [message])
+            else deep_steps.unsupported(text, chunks, [message])
         )
         if problem is None:
             kept.append(text)
@@ -200,7 +201,7 @@ def shortened(item: str, limit: int = ITEM_MAX_CHARS) -> str:
     if len(item) <= limit:
         return item
     kept = ""
-    for sentence in _facts.sentences(item):
+    for sentence in fact_checks.sentences(item):
         if kept and len(kept) + len(sentence) > limit:
             break
         kept += sentence
@@ -281,7 +282,7 @@ async def run_compact(ctx: FlowContext, budget: Budget, emit: Emit, out: Compact
             emit(ProgressEvent(stage="agent_started", detail=facet.key))
             t_agent = time.perf_counter()
             try:
-                output = await _deep.ask_json(
+                output = await deep_steps.ask_json(
                     ctx,
                     compact_messages(
                         ctx,
@@ -310,8 +311,8 @@ async def run_compact(ctx: FlowContext, budget: Budget, emit: Emit, out: Compact
                 emit(ProgressEvent(stage="agent_finished", detail=f"{facet.key}: failed ({r.failure.code})"))
                 log.warning("compact: facet %s failed: %s", facet.key, r.failure)
                 emit(
-                    _deep.degraded(
-                        "deep_agent_failed", zh, facet=heading, cause=_deep.cause(r.failure.code, zh)
+                    deep_steps.degraded(
+                        "deep_agent_failed", zh, facet=heading, cause=deep_steps.cause(r.failure.code, zh)
                     )
                 )
             missing = ReportSection(heading=heading, body=MISSING[0] if zh else MISSING[1])
@@ -328,7 +329,7 @@ async def run_compact(ctx: FlowContext, budget: Budget, emit: Emit, out: Compact
             insight_hits.extend(r.hits)
         body = _bullets(findings.kept) if findings.kept else REMOVED[0 if zh else 1]
         section = ReportSection(
-            heading=heading, body=body, risk_level=r.output.risk_level, sources=_deep.sources_of(r.hits)
+            heading=heading, body=body, risk_level=r.output.risk_level, sources=deep_steps.sources_of(r.hits)
         )
         section = guard.add(
             section,
@@ -361,7 +362,7 @@ async def run_compact(ctx: FlowContext, budget: Budget, emit: Emit, out: Compact
     actions = ReportSection(
         heading=ACTIONS_HEADING[0] if zh else ACTIONS_HEADING[1],
         body=_bullets(insights) if insights else REMOVED[0 if zh else 1],
-        sources=_deep.sources_of(insight_hits),
+        sources=deep_steps.sources_of(insight_hits),
     )
     actions = guard.add(actions, [])
     for waiting in (*pending, actions):
@@ -391,28 +392,28 @@ async def compact_flow(ctx: FlowContext, budget: Budget) -> AsyncIterator[Event]
     async def run(emit: Emit) -> None:
         await run_compact(ctx, budget, emit, out)
 
-    async for event in _deep.pump(run):
+    async for event in deep_steps.pump(run):
         yield event
     if out.done:
         return
     # no section was sent: sections go out only once a facet has succeeded, and then the report follows,
     # so the fallbacks below start on a clean page
     if out.knowledge_failed:
-        yield _deep.degraded("deep_knowledge_search_failed", ctx.zh)
-        async for event in _deep.simple_or_excerpts(ctx, []):
+        yield deep_steps.degraded("deep_knowledge_search_failed", ctx.zh)
+        async for event in deep_steps.simple_or_excerpts(ctx, []):
             yield event
         return
     failure = out.failure or StepFailed("internal_error")
     codes = [c for c in failure.detail.split(", ") if c] or [failure.code]
-    yield _deep.degraded(
+    yield deep_steps.degraded(
         "deep_agents_failed",
         ctx.zh,
-        cause=("、" if ctx.zh else ", ").join(_deep.cause(c, ctx.zh) for c in codes),
+        cause=("、" if ctx.zh else ", ").join(deep_steps.cause(c, ctx.zh) for c in codes),
     )
     if failure.unreachable:
-        async for event in _deep.excerpts(ctx, out.hits or [], failure):
+        async for event in deep_steps.excerpts(ctx, out.hits or [], failure):
             yield event
         return
     # on a slow provider the chain would take minutes: the streamed answer shows text in seconds
-    async for event in _deep.simple_or_excerpts(ctx, out.hits or []):
+    async for event in deep_steps.simple_or_excerpts(ctx, out.hits or []):
         yield event

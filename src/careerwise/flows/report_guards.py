@@ -3,7 +3,7 @@
 A small model writes reports that look right and are not: it tells the user what they "mentioned" when
 they never said it, repeats list items, stops in the middle of the last one, calls a cited article
 「不適用」, cites the same article twice and tells a user below the cited average that they are above it.
-The merge guard and the fact check (``_facts``) catch invented numbers and names; these guards catch the
+The merge guard and the fact check (``fact_checks``) catch invented numbers and names; these guards catch the
 rest, mechanically, with the same normaliser:
 
 - ``invented_user_statements``: a sentence that attributes something to the user (「你提到…」「使用者提到…」
@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from careerwise.events import Event, ProgressEvent, ReportSection, Source
-from careerwise.flows import _facts
+from careerwise.flows import fact_checks
 from careerwise.flows.base import FlowContext
 from careerwise.knowledge.index import Hit
 
@@ -231,7 +231,7 @@ def invented_attribution(sentence: str, user_text: str) -> str | None:
     claim = _attributed(sentence)
     if claim is None:
         return None
-    extra = _facts.numbers(claim) - _facts.all_numbers(user_text)
+    extra = fact_checks.numbers(claim) - fact_checks.all_numbers(user_text)
     if extra:
         return f"attributes numbers the user never gave: {', '.join(sorted(extra))}"
     mine = _grams(claim)
@@ -310,7 +310,7 @@ class Figure:
 
 def _amount(value: float, zh: bool) -> str:
     if zh and value >= 10_000 and value % 100 == 0:
-        return f"{_facts._decimal(value / 10_000)} 萬"
+        return f"{fact_checks._decimal(value / 10_000)} 萬"
     return f"{value:,.0f}"
 
 
@@ -325,8 +325,8 @@ def figures(text: str) -> list[Figure]:
         return f"{m.group(1)}{unit}〜{m.group(2)}{unit}"
 
     text = re.sub(r"(?<=\d)[,，](?=\d{3}(?!\d))", "", _nfkc(text))  # 29,500 → 29500
-    text = _K.sub(lambda m: _facts._decimal(float(m.group(1)) * 1000), text)  # 45k → 45000
-    text = _facts.normalize_numbers(_RANGE.sub(unit_both, text))
+    text = _K.sub(lambda m: fact_checks._decimal(float(m.group(1)) * 1000), text)  # 45k → 45000
+    text = fact_checks.normalize_numbers(_RANGE.sub(unit_both, text))
     out: list[Figure] = []
     pending: float | None = None
     for m in re.finditer(r"(\d+(?:\.\d+)?)(\s*〜\s*)?", text):
@@ -443,7 +443,7 @@ def is_truncated(item: str, siblings: Sequence[str]) -> bool:
 
 def _cut_back(item: str) -> str:
     """The whole sentences at the start of a cut-off item ('' when there are none)."""
-    parts = _facts.sentences(item)
+    parts = fact_checks.sentences(item)
     whole = [p for p in parts if _ENDS_WHOLE.search(p.rstrip())]
     kept: list[str] = []
     for p in parts:
@@ -646,7 +646,7 @@ class _Guard:
             if not text.strip():
                 lines.append(("", ""))
                 continue
-            kept = "".join(self.sentence(s) for s in _facts.sentences(text)).strip()
+            kept = "".join(self.sentence(s) for s in fact_checks.sentences(text)).strip()
             if kept:
                 lines.append((mark, kept))
         # duplicates first (a list item against every item kept so far, this section's and the earlier

@@ -5,7 +5,7 @@ grammar built from it, so its reply is that JSON by construction (the right keys
 items, scores 1–5, strings within their length); an OpenAI-compatible server gets it as
 ``response_format``. The reply is still validated with Pydantic, and one that fails (a server that
 ignored the schema, a semantic check) goes back to the model once with the reason. The step runs under
-the deep answers' step deadline, with their heartbeat, retries and failure codes (``flows/_deep.py``).
+the deep answers' step deadline, with their heartbeat, retries and failure codes (``flows/deep_steps.py``).
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from careerwise.errors import LLMError, LLMTimeoutError, LLMUnavailableError
-from careerwise.flows import _deep
-from careerwise.flows._deep import Budget, Emit, StepFailed
+from careerwise.errors import LLMError, LLMTimeoutError, LLMUnavailableError, StepFailed
+from careerwise.flows import deep_steps
 from careerwise.flows.base import FlowContext
+from careerwise.flows.deep_steps import Budget, Emit
 from careerwise.llm.types import ChatMessage, CompletionRequest
 
 log = logging.getLogger(__name__)
@@ -60,7 +60,7 @@ async def ask_schema(
     conversation = list(messages)
     try:
         async with (
-            _deep.heartbeat(emit, label, ctx.options.deep_heartbeat),
+            deep_steps.heartbeat(emit, label, ctx.options.deep_heartbeat),
             asyncio.timeout(budget.step_timeout()),
         ):
             attempt = 0
@@ -74,7 +74,7 @@ async def ask_schema(
                     json_schema=schema,
                 )
                 try:
-                    reply = await _deep.complete(ctx, request)
+                    reply = await deep_steps.complete(ctx, request)
                 except LLMError as exc:
                     if exc.retryable and attempt == 1 and ctx.options.llm_retries > 0:
                         ctx.state.retries += 1
@@ -82,7 +82,7 @@ async def ask_schema(
                         continue
                     raise _failure(exc) from exc
                 try:
-                    return _deep.parse_model(model, reply)
+                    return deep_steps.parse_model(model, reply)
                 except ValueError as exc:
                     code = "empty" if not reply.strip() else "invalid_json"
                     if attempt >= 2:

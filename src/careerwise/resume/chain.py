@@ -26,10 +26,11 @@ import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
+from careerwise.errors import StepFailed
 from careerwise.events import DegradedEvent, Event, ProgressEvent, ReportEvent
-from careerwise.flows import _deep
-from careerwise.flows._deep import Budget, Emit, StepFailed
+from careerwise.flows import deep_steps
 from careerwise.flows.base import FlowContext
+from careerwise.flows.deep_steps import Budget, Emit
 from careerwise.knowledge.index import Hit
 from careerwise.llm.types import ChatMessage
 from careerwise.resume import prompts as P
@@ -143,7 +144,7 @@ async def _structure(
     except (StepFailed, ValueError) as failure:
         log.warning("resume: the structure step failed (%s); using the headings and content cues", failure)
         code = failure.code if isinstance(failure, StepFailed) else "invalid_json"
-        _degraded(result, emit, "resume_structure_fallback", req.zh, cause=_deep.cause(code, req.zh))
+        _degraded(result, emit, "resume_structure_fallback", req.zh, cause=deep_steps.cause(code, req.zh))
         if isinstance(failure, StepFailed) and failure.unreachable:
             raise
         return found
@@ -236,7 +237,9 @@ async def _score(
         )
     except StepFailed as failure:
         log.warning("resume: the scoring step failed (%s); scoring by rules", failure)
-        _degraded(result, emit, "resume_scoring_fallback", req.zh, cause=_deep.cause(failure.code, req.zh))
+        _degraded(
+            result, emit, "resume_scoring_fallback", req.zh, cause=deep_steps.cause(failure.code, req.zh)
+        )
         raise
     for s in scored.sections:
         if s.section in kinds:
@@ -251,7 +254,7 @@ def _guarded(req: ReviewRequest, original: str, rewrite: str, why: str, dropped:
     problem = rewrite_problem(original, hidden, resume=req.text, role=req.target_role)
     if problem is None:
         # a reason that states a figure the line does not is no reason: the rules' reason instead
-        if _deep.numbers(why) - _deep.numbers(original) or why.strip() == rewrite.strip():
+        if deep_steps.numbers(why) - deep_steps.numbers(original) or why.strip() == rewrite.strip():
             why = template_rewrite(original, req.zh).why
         return Rewrite(original=original, rewrite=hidden, why=why)
     dropped.append(f"{original[:40]}: {problem}")
@@ -289,7 +292,9 @@ async def _rewrite(
         )
     except StepFailed as failure:
         log.warning("resume: the rewrite step failed (%s); rule templates instead", failure)
-        _degraded(result, emit, "resume_rewrites_failed", req.zh, cause=_deep.cause(failure.code, req.zh))
+        _degraded(
+            result, emit, "resume_rewrites_failed", req.zh, cause=deep_steps.cause(failure.code, req.zh)
+        )
         result.rewrites = [template_rewrite(line, req.zh) for line in originals]
         return
     dropped: list[str] = []
@@ -313,7 +318,7 @@ async def _rewrite(
 async def run_review(ctx: FlowContext, req: ReviewRequest, emit: Emit, result: ReviewResult) -> None:
     """The three steps; emits progress, degraded notices and the report. When the model is unreachable
     the later model steps are skipped (they would fail the same way) and rules carry the review."""
-    budget = _deep.budget_for(ctx)
+    budget = deep_steps.budget_for(ctx)
     reachable = True
     try:
         structure = await _structure(ctx, req, budget, emit, result)
@@ -330,7 +335,7 @@ async def run_review(ctx: FlowContext, req: ReviewRequest, emit: Emit, result: R
     else:
         result.scores = _rule_scores(req, structure)
         _degraded(
-            result, emit, "resume_scoring_fallback", req.zh, cause=_deep.cause("llm_unavailable", req.zh)
+            result, emit, "resume_scoring_fallback", req.zh, cause=deep_steps.cause("llm_unavailable", req.zh)
         )
     result.unquantified = not has_quantified_achievement(structure)
     if result.unquantified:
@@ -340,7 +345,7 @@ async def run_review(ctx: FlowContext, req: ReviewRequest, emit: Emit, result: R
         await _rewrite(ctx, req, structure, lines, budget, emit, result)
     else:
         _degraded(
-            result, emit, "resume_rewrites_failed", req.zh, cause=_deep.cause("llm_unavailable", req.zh)
+            result, emit, "resume_rewrites_failed", req.zh, cause=deep_steps.cause("llm_unavailable", req.zh)
         )
         result.rewrites = [template_rewrite(structure.lines[i], req.zh) for i in lines]
     result.report = build_report(
@@ -366,5 +371,5 @@ async def review_events(ctx: FlowContext, req: ReviewRequest, result: ReviewResu
     async def run(emit: Emit) -> None:
         await run_review(ctx, req, emit, result)
 
-    async for event in _deep.pump(run):
+    async for event in deep_steps.pump(run):
         yield event

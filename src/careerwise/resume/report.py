@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from careerwise.events import ReportEvent, ReportSection
-from careerwise.flows import _deep
+from careerwise.flows import deep_steps
 from careerwise.knowledge.index import Hit
 from careerwise.resume.contact import ContactSummary
 from careerwise.resume.prompts import MISSING_ADVICE, NO_NUMBERS
@@ -132,7 +132,7 @@ def build_report(
     zh: bool,
     unquantified: bool = False,
 ) -> ReportEvent:
-    sources = _deep.sources_of(hits)
+    sources = deep_steps.sources_of(hits)
     by_rules = scoring_source != "llm"
     head: list[str] = []
     if zh:

@@ -23,7 +23,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from careerwise.flows import _deep, _facts
+from careerwise.flows import deep_steps, fact_checks
 from careerwise.resume.contact import ContactSummary
 from careerwise.resume.structure import ResumeStructure, inline_heading, is_job_header
 
@@ -72,7 +72,7 @@ class SectionScore(BaseModel):
     def _comment(cls, v: object) -> object:
         if v is None:
             return ""
-        if isinstance(v, str) and _deep.is_placeholder(_CITATION.sub("", v)):
+        if isinstance(v, str) and deep_steps.is_placeholder(_CITATION.sub("", v)):
             return ""  # the prompt's example (「…〔1〕」) copied, not a comment
         return v
 
@@ -370,17 +370,17 @@ def placeholder_figures(rewrite: str, original: str) -> str:
     """``rewrite`` with every figure the original line does not state replaced by ``[X]`` (so 「提升 35%」
     becomes 「提升 [X]%」), and a bare ``X`` written as ``[X]``: the user's achievements are theirs to
     count."""
-    known = _deep.numbers(original) | _facts_all(original)
+    known = deep_steps.numbers(original) | _facts_all(original)
 
     def keep_or_hide(m: re.Match[str]) -> str:
-        found = _deep.numbers(m.group(0)) or {m.group(0)}
+        found = deep_steps.numbers(m.group(0)) or {m.group(0)}
         return m.group(0) if found <= known else PLACEHOLDER
 
     return _BARE_X.sub(PLACEHOLDER, _FIGURE.sub(keep_or_hide, rewrite))
 
 
 def _facts_all(text: str) -> set[str]:
-    return _facts.all_numbers(text)
+    return fact_checks.all_numbers(text)
 
 
 _HEADING_PREFIX = re.compile(r"^[^:：|｜】\]]{1,24}[:：|｜】\]]\s*")
@@ -490,13 +490,13 @@ def rewrite_problem(original: str, rewrite: str, *, resume: str, role: str | Non
     mine = _units(_strip_heading(original))
     if mine and len(mine & _units(rewrite)) / len(mine) < MIN_SHARED:
         return "not a rewrite of this line"
-    if _deep.is_placeholder(rewrite):
+    if deep_steps.is_placeholder(rewrite):
         return "a template phrase"
-    invented = sorted(_deep.numbers(rewrite) - _deep.numbers(original) - _facts_all(original))
+    invented = sorted(deep_steps.numbers(rewrite) - deep_steps.numbers(original) - _facts_all(original))
     if invented:
         return f"invents figures: {', '.join(invented)}"
     known = {w.lower().rstrip(".") for w in _LATIN.findall(f"{resume}\n{role or ''}")}
-    names = sorted(n for n in _deep.named_tokens(rewrite) if n not in known and n not in ("x", "[x]"))
+    names = sorted(n for n in deep_steps.named_tokens(rewrite) if n not in known and n not in ("x", "[x]"))
     if names:
         return f"names what the resume does not: {', '.join(names)}"
     return None

@@ -59,7 +59,8 @@ PARSERS = [
 def _preload() -> list[str]:
     """What the fork server imports once: the parsers, and the main module. multiprocessing re-runs
     the main module in every child unless the fork server has it already (a script, by path) or its
-    imports are cached there (``python -m careerwise.cli``: the child then runs only its top level)."""
+    imports are cached there (``python -m some.module``: the child then runs only its top level). A
+    package's ``__main__`` (``python -m careerwise.cli``) is never re-run in a child."""
     spec = getattr(sys.modules.get("__main__"), "__spec__", None)
     name = getattr(spec, "name", None)
     by_name = [name] if isinstance(name, str) and not name.endswith("__main__") else []

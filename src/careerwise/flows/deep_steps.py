@@ -1,14 +1,16 @@
-"""Shared parts of the deep answers (the medium chain and the complex parallel flow).
+"""The steps the deep answers share (the medium chain, the complex parallel and compact flows) and the
+resume review builds on (``careerwise.resume``): a public module, so no package reaches into another's
+private parts.
 
 * ``ask_text`` / ``ask_json``: one LLM step, non-streamed (the provider's stream collected), under the
   step deadline of a :class:`Budget`; ``ask_json`` extracts a JSON object, validates it with a Pydantic
   model and retries once with the validation error. A step that cannot give a usable result raises
-  :class:`StepFailed` with a stable ``code``. Given ``emit``, a step sends a ``waiting`` progress event
-  every ``deep_heartbeat`` seconds while it runs (:func:`heartbeat`).
+  :class:`careerwise.errors.StepFailed` with a stable ``code``. Given ``emit``, a step sends a
+  ``waiting`` progress event every ``deep_heartbeat`` seconds while it runs (:func:`heartbeat`).
 * :func:`pump`: runs an orchestration coroutine as a task and yields the events it emits as they come,
   so a flow can report progress while agents run concurrently (and cancels the task if the client goes).
 * :func:`unsupported`: the merge/reflection guard: numbers, named tokens and titles of a statement must
-  appear in the texts it rests on (read by ``_facts``, which the chain's fact check shares).
+  appear in the texts it rests on (read by ``fact_checks``, which the chain's fact check shares).
 * :func:`simple_or_excerpts` / :func:`excerpts`: the bottom of the degradation ladder.
 """
 
@@ -27,7 +29,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from careerwise.errors import LLMError, LLMTimeoutError, LLMUnavailableError
+from careerwise.errors import LLMError, LLMTimeoutError, LLMUnavailableError, StepFailed
 from careerwise.events import (
     DegradedEvent,
     Event,
@@ -37,7 +39,7 @@ from careerwise.events import (
     SectionEvent,
     Source,
 )
-from careerwise.flows import _facts
+from careerwise.flows import fact_checks
 from careerwise.flows.base import FlowContext
 from careerwise.flows.tool_use import tool_use_flow
 from careerwise.knowledge.fence import fenced, head_line
@@ -57,21 +59,6 @@ Emit = Callable[[Event], None]
 
 
 # --------------------------------------------------------------------------- failures and deadlines
-
-
-class StepFailed(Exception):
-    """One step (an agent, a chain step, the merge, the reflection) gave no usable result.
-
-    ``code``: timeout, turn_deadline, invalid_json, empty, llm_unavailable, llm_error, internal_error.
-    ``unreachable``: the provider could not be reached at all (connect failure / 5xx), so a lower rung
-    that also needs the LLM would fail the same way.
-    """
-
-    def __init__(self, code: str, detail: str = "", *, unreachable: bool = False) -> None:
-        super().__init__(f"{code}: {detail}" if detail else code)
-        self.code = code
-        self.detail = detail
-        self.unreachable = unreachable
 
 
 class Budget:
@@ -544,9 +531,9 @@ _LIST_MARK = re.compile(r"^\s*(?:\d{1,2}[.)、]\s+|[-*・•]\s*)")
 _HAN = re.compile(r"[\u3400-\u9fff]")
 _HAN_RUN = re.compile(r"[\u3400-\u9fff]+")
 # the numbers and names a statement asserts, read the same way by the merge guard and the chain's check
-numbers = _facts.numbers
-named_tokens = _facts.named_tokens
-_latin_words = _facts.latin_words
+numbers = fact_checks.numbers
+named_tokens = fact_checks.named_tokens
+_latin_words = fact_checks.latin_words
 
 
 def _norm(text: str) -> str:
@@ -587,7 +574,7 @@ def unsupported(statement: str, cited: Sequence[str], allowed: Sequence[str]) ->
     agents' chunks, the user's own message); and the statement must share some wording with ``cited``.
     """
     body = _LIST_MARK.sub("", statement)
-    problem = _facts.unsupported_claim(body, [*cited, *allowed])
+    problem = fact_checks.unsupported_claim(body, [*cited, *allowed])
     if problem is not None:
         return problem
     share = overlap(body, cited)
