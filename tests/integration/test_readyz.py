@@ -4,6 +4,7 @@ the services' constructor parameters, makes it 503 and shows in ``/metrics``."""
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 
@@ -11,6 +12,7 @@ import pytest
 
 from careerwise.knowledge.embeddings import Embedder, Matrix
 from careerwise.knowledge.rerank import Reranker
+from careerwise.llm.local import LocalProvider
 from careerwise.routing.router import RulesRouter
 from careerwise.services import build_services
 from tests.conftest import LiveServer, SettingsFactory, client
@@ -248,3 +250,36 @@ def test_readyz_shows_the_provider_profile_and_the_deep_design_it_picks(
         "design": "compact",
     }
     assert llm["deep_design"]["design"] == "compact" and "8 tokens/s" in llm["deep_design"]["why"]
+
+
+def test_readyz_says_loading_until_the_embedded_model_is_in_memory(
+    live_server: Callable[..., LiveServer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue #23: start-up loads the embedded model in the background; until it is in memory /readyz
+    answers 503 with the llm check "loading", then 200 once the load is done."""
+    release = threading.Event()
+
+    def load_when_released(self: LocalProvider) -> object:
+        assert release.wait(60), "the test never released the load"
+        return object()  # stands for the weights: /readyz asks only whether they are in memory
+
+    monkeypatch.setattr(LocalProvider, "_load_blocking", load_when_released)
+    server = live_server(llm_base_url=None, readyz_llm_cache_seconds=0)
+    with client(server) as c:
+        loading = c.get("/readyz")
+        release.set()
+        for _ in range(600):  # the load finishes on the provider's own thread
+            ready = c.get("/readyz")
+            if ready.status_code == 200:
+                break
+            time.sleep(0.05)
+    assert loading.status_code == 503, loading.text
+    llm = loading.json()["checks"]["llm"]
+    assert llm["state"] == "loading" and llm["probe"]["loaded"] is False
+    assert ready.status_code == 200, ready.text
+    assert ready.json()["checks"]["llm"]["probe"] == {
+        "state": "ok",
+        "loaded": True,
+        "cached": False,
+        "age_s": 0.0,
+    }
