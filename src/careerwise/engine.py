@@ -515,13 +515,14 @@ class Engine:
         return await asyncio.create_task(routing, context=context)
 
     def _sized_tier(self, intent: str, tier: str | None, provider: LLMProvider) -> tuple[str | None, str]:
-        """The tier whose flow answers, sized to the provider (decision 0014): on a slow provider a
-        medium question takes the streamed flow (``medium_flow`` auto), so its text shows in seconds
-        instead of after a chain of generations. Returns the tier and the reason when it changed."""
+        """The tier whose flow answers, sized to the provider (decision 0014): on a provider that writes
+        slowly (declared slow, or its speed measured or declared under the full design's bar) a medium
+        question takes the streamed flow (``medium_flow`` auto), so its text shows in seconds instead of
+        after a chain of generations. Returns the tier and the reason when it changed."""
         mode = self.options.medium_flow
         if intent != "career" or tier != "medium" or mode == "chain":
             return tier, ""
-        if mode == "auto" and not profile_of(provider).slow:
+        if mode == "auto" and not profile_of(provider).writes_slowly:
             return tier, ""
         why = "the provider is slow" if mode == "auto" else "medium_flow=streamed"
         return "simple", f"medium answered by the streamed flow: {why}"

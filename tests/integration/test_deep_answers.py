@@ -824,3 +824,17 @@ def test_a_silent_stream_gets_sse_keepalive_comments_between_whole_frames(
     assert names[0] == "route" and names[-2:] == ["report", "done"]
     assert "waiting" not in [data.get("stage") for _, data in events]
     assert events[-1][1]["status"] == "ok"
+
+
+async def test_a_provider_declared_or_measured_under_the_bar_streams_a_medium_question(
+    fake_llm: FakeLLM, make_services: Callable[..., Services]
+) -> None:
+    """Issue #24: not only a provider declared slow: one whose speed is known to be under the full
+    design's bar answers a medium question with the streamed flow, and the route says why."""
+    fake_llm.script(text("先盤點可轉移的能力。", chunk_size=4))
+    services = services_for(make_services, "medium", llm_gen_tps=8.0, llm_prompt_tps=100.0)
+    events = await run_turn(services, MEDIUM)
+    route = next(e for e in events if isinstance(e, RouteEvent))
+    assert route.tier == "medium" and route.flow == "career-simple", route
+    assert any("the provider is slow" in r for r in route.reasons), route.reasons
+    assert not any(isinstance(e, ReportEvent) for e in events)

@@ -171,3 +171,13 @@ def test_a_spent_budget_fails_the_step_as_a_turn_deadline() -> None:
     with pytest.raises(StepFailed) as failed:
         Budget(30.0, -1.0, ProviderProfile(gen_tokens_per_s=8)).step_timeout([], 100)
     assert failed.value.code == "turn_deadline"
+
+
+def test_writing_slowly_follows_the_speed_once_known_and_the_slow_flag_before() -> None:
+    """Issue #24: the medium question's flow follows the measured speed, as the deep design does."""
+    assert ProviderProfile(slow=True).writes_slowly and not ProviderProfile().writes_slowly
+    assert ProviderProfile(gen_tokens_per_s=8).writes_slowly  # a remote server found slow, never declared
+    assert not ProviderProfile(slow=True, gen_tokens_per_s=120).writes_slowly
+    for tps in (8, 39.9, 40, 120):
+        p = ProviderProfile(gen_tokens_per_s=tps)
+        assert (p.design == "compact") == p.writes_slowly

@@ -77,14 +77,22 @@ class ProviderProfile:
         return self.gen_tokens_per_s is not None and self.gen_tokens_per_s > 0
 
     @property
+    def writes_slowly(self) -> bool:
+        """Whether a multi-step answer would keep the user waiting: generation measured or declared
+        under :data:`FULL_DESIGN_MIN_GEN_TPS` tokens/s; with no speed known, the ``slow`` flag. The
+        rule :attr:`design` uses for the speed, so a medium question is streamed (decision 0014)
+        exactly when a complex one would get the compact design for its speed."""
+        if self.gen_tokens_per_s is None:
+            return self.slow
+        return self.gen_tokens_per_s < FULL_DESIGN_MIN_GEN_TPS
+
+    @property
     def design(self) -> Design:
         """``full`` when generation ≥ :data:`FULL_DESIGN_MIN_GEN_TPS` tokens/s and concurrency ≥
         :data:`FULL_DESIGN_MIN_CONCURRENCY`; ``compact`` otherwise. Unknown speed: fast unless ``slow``."""
         if self.concurrency < FULL_DESIGN_MIN_CONCURRENCY:
             return "compact"
-        if self.gen_tokens_per_s is None:
-            return "compact" if self.slow else "full"
-        return "full" if self.gen_tokens_per_s >= FULL_DESIGN_MIN_GEN_TPS else "compact"
+        return "compact" if self.writes_slowly else "full"
 
     def step_deadline(self, prompt_tokens: int, output_tokens: int, *, ceiling: float) -> float:
         """Seconds a step reading ``prompt_tokens`` and writing up to ``output_tokens`` may take:
