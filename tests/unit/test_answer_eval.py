@@ -119,6 +119,25 @@ async def test_notice_lines_are_neither_first_text_nor_answer() -> None:
     assert result.first_text_s is None and result.answer == ""
 
 
+async def test_quoted_sentences_count_for_the_answer_and_apart_from_the_models_own_text() -> None:
+    """Decision 0023: the phase-2 quote block is part of what the user reads, so it counts for the key
+    points and the first text; the model's own share is reported beside it."""
+    result = await score(
+        DeltaEvent(
+            text="**Summer 的文章怎麼說**\n> 「開口比目標高 10% 到 15%」——《談薪水不是喊價》\n\n", phase=2
+        ),
+        DeltaEvent(text="先用「探、錨、換」三步。", phase=3),
+        done(),
+    )
+    assert result.quoted
+    assert result.points_hit == ["anchor 10-15%", "探錨換"] and result.points_in_model_text == ["探錨換"]
+    assert result.first_text_s is not None and result.first_model_text_s is not None
+    assert result.first_text_s <= result.first_model_text_s
+    summary = ev.summarise([result])
+    assert summary["quoted_answers"] == 1
+    assert summary["key_point_coverage_pct"] > summary["key_point_coverage_model_text_pct"]
+
+
 def test_the_committed_sets_load_and_name_real_articles() -> None:
     corpus = Path(__file__).resolve().parents[2] / "src" / "careerwise" / "data" / "corpus"
     ids = {p.stem for p in corpus.glob("*.md")}

@@ -195,6 +195,7 @@ class AnswerResult:
     # key points in the model's own text, leaving out the articles' quoted sentences (a phase-2 delta)
     points_in_model_text: list[str] = field(default_factory=list)
     first_model_text_s: float | None = None
+    quoted: bool = False  # the answer began with the articles' quoted sentences
     contradictions: list[str] = field(default_factory=list)
     leaks: list[str] = field(default_factory=list)
     simplified: list[str] = field(default_factory=list)
@@ -270,7 +271,9 @@ async def score_events(
                     result.first_text_s = first_delta_s
                 if not event.notice:
                     text.append(event.text)
-                if not event.notice and event.phase != QUOTE_PHASE:
+                if event.phase == QUOTE_PHASE:
+                    result.quoted = True
+                elif not event.notice:
                     model_text.append(event.text)
                     if result.first_model_text_s is None and event.text.strip():
                         result.first_model_text_s = time.perf_counter() - started
@@ -363,9 +366,7 @@ def summarise(results: Sequence[AnswerResult]) -> dict[str, Any]:
                 if r.coverage is not None
             ]
         ),
-        "quoted_answers": sum(
-            r.first_model_text_s != r.first_text_s for r in results if r.first_text_s is not None
-        ),
+        "quoted_answers": sum(r.quoted for r in results),
         "searched_covered_pct": _pct([float(r.searched) for r in covered]),
         "searched_uncovered_pct": _pct([float(r.searched) for r in uncovered]),
         "cited_gold_pct": _pct([float(r.cited_gold) for r in covered]),
