@@ -22,6 +22,7 @@ from careerwise.store.models import Message, Trace, TraceEvent
 from careerwise.store.models_observability import Feedback, TraceSpan
 
 __all__ = [
+    "ListedTurn",
     "StoredToolCall",
     "StoredTurn",
     "TraceStore",
