@@ -1,7 +1,8 @@
 """The engine: one turn from a message to a stream of events, stored as it goes.
 
 The user's message is stored before any LLM call; the assistant's message ends with a status
-(ok / error / cancelled); the trace is written from the very events the caller received.
+(ok / error / cancelled); the trace is written from the very events the caller received. The turn's SQL
+is in store/turns.py: this module says what is stored when, never how.
 """
 
 from __future__ import annotations
@@ -13,19 +14,15 @@ import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, cast
-
-from sqlalchemy import Connection, Table, bindparam, insert, or_, select, update
-from sqlalchemy.exc import IntegrityError
+from typing import TYPE_CHECKING
 
 from careerwise import prompts
-from careerwise.assistant_settings import DEFAULT_ASSISTANT, AssistantSettings, SettingsStore, TurnRead
+from careerwise.assistant_settings import DEFAULT_ASSISTANT, AssistantSettings, SettingsStore
 from careerwise.errors import (
     CareerWiseError,
     ConversationBusyError,
     LLMError,
     LLMTimeoutError,
-    NotFoundError,
     UserInputError,
 )
 from careerwise.events import DoneEvent, ErrorEvent, Event, RouteEvent
@@ -35,8 +32,7 @@ from careerwise.flows.compact import design_of
 from careerwise.llm.profile import profile_of
 from careerwise.llm.types import ChatMessage, LLMProvider
 from careerwise.routing.router import ContextualRouter, RouteDecision, Router
-from careerwise.store import Conversation, Database, Message, Trace
-from careerwise.store.direct import DirectStatement
+from careerwise.store import Database
 from careerwise.store.models import new_id
 from careerwise.store.recovery import (
     LEASE_SECONDS,
@@ -44,6 +40,7 @@ from careerwise.store.recovery import (
     ProcessLease,
     close_interrupted_replies,
 )
+from careerwise.store.turns import TraceRows, TurnClosing, TurnOpening, TurnStore
 from careerwise.tools.registry import ToolRegistry
 from careerwise.tracing.llm_calls import ROUTING_SINK, ObservedProvider
 from careerwise.tracing.recorder import TraceRecorder
@@ -55,50 +52,6 @@ if TYPE_CHECKING:
     from careerwise.knowledge.service import KnowledgeBase
 
 log = logging.getLogger(__name__)
-# the tables, for Core statements on the turn's hot path (see _open, _close)
-_CONVERSATIONS = cast(Table, Conversation.__table__)
-_MESSAGES = cast(Table, Message.__table__)
-_TRACES = cast(Table, Trace.__table__)
-# the turn's writes, compiled once per dialect and run on the driver's cursor (store/direct.py): on the
-# writer threads, SQLAlchemy's per-execution work was most of a job's CPU
-_INSERT_CONVERSATION = DirectStatement(insert(_CONVERSATIONS))
-_INSERT_MESSAGE = DirectStatement(insert(_MESSAGES))
-_INSERT_TRACE = DirectStatement(insert(_TRACES))
-_TOUCH_CONVERSATION = DirectStatement(  # the caller's (or an anonymous) conversation only
-    update(_CONVERSATIONS).where(
-        _CONVERSATIONS.c.id == bindparam("conv"),
-        or_(_CONVERSATIONS.c.user_id.is_(None), _CONVERSATIONS.c.user_id == bindparam("caller")),
-    )
-)
-_FINISH_REPLY = DirectStatement(update(_MESSAGES).where(_MESSAGES.c.id == bindparam("reply")))
-_FINISH_TRACE = DirectStatement(update(_TRACES).where(_TRACES.c.id == bindparam("trace")))
-_INSERT_ROWS: dict[Table, DirectStatement] = {}  # the trace's row tables (TraceRecorder.batches)
-
-
-def _insert_rows(table: Table) -> DirectStatement:
-    found = _INSERT_ROWS.get(table)
-    if found is None:
-        found = _INSERT_ROWS.setdefault(table, DirectStatement(insert(table)))
-    return found
-
-
-_HISTORY = (
-    select(_MESSAGES.c.role, _MESSAGES.c.content)
-    .where(
-        _MESSAGES.c.conversation_id == bindparam("conv"),
-        _MESSAGES.c.status == "ok",
-        _MESSAGES.c.id != bindparam("before"),
-    )
-    .order_by(_MESSAGES.c.created_at.desc())
-    .limit(bindparam("limit"))
-)
-
-
-def _abandon_opening(connection: Connection, opened: _Opened) -> None:
-    """The turn's opening committed after its caller had gone (a client that disconnected while it was
-    being stored): close the reply and the trace as cancelled, so the conversation is not left busy."""
-    _FINISH_REPLY.execute(connection, {"reply": opened.assistant_message_id, "status": "cancelled"})
-    _FINISH_TRACE.execute(connection, {"trace": opened.trace_id, "status": "cancelled"})
 
 
 @dataclass(frozen=True)
@@ -169,7 +122,12 @@ class Engine:
     # this process's row in app_processes: pending replies are stamped with it once it is started, so
     # another process can tell a reply whose writer died from one still being written (store/recovery.py)
     process: ProcessLease | None = None
+    # the turn's reads and writes (store/turns.py), on ``db``
+    turns: TurnStore = field(init=False)
     _running: set[str] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        self.turns = TurnStore(self.db)
 
     def validate(self, req: TurnRequest) -> str:
         message = req.message.strip() if isinstance(req.message, str) else ""
@@ -196,22 +154,18 @@ class Engine:
             ]
         if req.conversation_id is None:
             return []
-        params = {
-            "conv": req.conversation_id,
-            "before": before or "",
-            "limit": self.limits.max_history_messages,
-        }
-        async with self.db.session(autocommit=True) as s:
-            rows = (await s.execute(_HISTORY, params)).all()
+        rows = await self.turns.history(
+            req.conversation_id, before=before or "", limit=self.limits.max_history_messages
+        )
         return [
             ChatMessage(role="user" if role == "user" else "assistant", content=content)
             for role, content in reversed(rows)
         ]
 
     async def _open(self, req: TurnRequest, message: str, *, model: str | None = None) -> _Opened:
-        """Store the turn's start in one write transaction: the conversation (new, or checked to be the
-        caller's and touched), the user's message, the pending reply and the trace, with ids made here
-        so nothing needs to be read back. Core statements on the tables: no ORM instances to build.
+        """Store the turn's start in one write transaction (TurnStore.open): the conversation (new, or
+        checked to be the caller's and touched), the user's message, the pending reply and the trace,
+        with ids made here so nothing needs to be read back.
 
         A second pending reply in the conversation is refused by the database (409). Only then are
         replies left pending long ago by a stopped process closed, and the turn tried once more: the
@@ -226,64 +180,24 @@ class Engine:
         return replace(opened, took_ms=1000 * (time.perf_counter() - started))
 
     async def _insert_turn(self, req: TurnRequest, message: str, *, model: str | None) -> _Opened:
-        now = datetime.now(UTC)
         opened = _Opened(req.conversation_id or new_id(), new_id(), new_id(), new_id())
-        conversation = (
-            None
-            if req.conversation_id
-            else {
-                "id": opened.conversation_id,
-                "title": message[:60],
-                "channel": req.channel,
-                "user_id": req.user_id,
-                "assistant_id": req.assistant,
-                "created_at": now,
-                "updated_at": now,
-            }
+        await self.turns.open(
+            TurnOpening(
+                conversation_id=opened.conversation_id,
+                user_message_id=opened.user_message_id,
+                assistant_message_id=opened.assistant_message_id,
+                trace_id=opened.trace_id,
+                new_conversation=req.conversation_id is None,
+                message=message,
+                channel=req.channel,
+                user_id=req.user_id,
+                assistant_id=req.assistant,
+                model=model or self.provider.model,
+                process_id=self.process.owner if self.process is not None else None,
+                now=datetime.now(UTC),
+            )
         )
-        common = {"conversation_id": opened.conversation_id, "trace_id": opened.trace_id}
-        owner = self.process.owner if self.process is not None else None
-        messages = [
-            common
-            | {"id": opened.user_message_id, "role": "user", "content": message}
-            | {"status": "ok", "created_at": now, "process_id": None},
-            # a microsecond later: the history's order never depends on a tie
-            common
-            | {"id": opened.assistant_message_id, "role": "assistant", "content": ""}
-            | {"status": "pending", "created_at": now + timedelta(microseconds=1), "process_id": owner},
-        ]
-        trace = {
-            "id": opened.trace_id,
-            "conversation_id": opened.conversation_id,
-            "user_message_id": opened.user_message_id,
-            "assistant_message_id": opened.assistant_message_id,
-            "channel": req.channel,
-            "assistant_id": req.assistant,
-            "model": model or self.provider.model,
-            "started_at": now,
-        }
-        touch = {"conv": opened.conversation_id, "caller": req.user_id, "updated_at": now}
-
-        def store(connection: Connection) -> _Opened:
-            """The transaction, all of it in one job: on SQLite one hand-off to the writer thread. On
-            PostgreSQL batched (store/direct.py): ``send`` waits for no answer, so a new
-            conversation's three INSERTs travel with the COMMIT."""
-            if conversation is None:
-                if _TOUCH_CONVERSATION.execute(connection, touch) != 1:  # unknown, or someone else's
-                    raise NotFoundError(f"conversation {req.conversation_id} does not exist")
-                try:
-                    _INSERT_MESSAGE.execute(connection, messages)
-                except IntegrityError as exc:  # uq_messages_one_pending: another turn is answering
-                    raise ConversationBusyError(
-                        "a reply is still being written in this conversation; wait for it to finish"
-                    ) from exc
-            else:  # a conversation made in this transaction has no reply pending: no answer to wait for
-                _INSERT_CONVERSATION.send(connection, conversation)
-                _INSERT_MESSAGE.send(connection, messages)
-            _INSERT_TRACE.send(connection, trace)
-            return opened
-
-        return await self.db.write(store, name="turn opening", undo=_abandon_opening, direct_only=True)
+        return opened
 
     async def _expire_interrupted(self, conversation_id: str) -> int:
         """The conversation's pending reply was left by a process that died mid-turn (its owner is dead,
@@ -473,20 +387,17 @@ class Engine:
         """The turn's reads before anything is stored or sent, fresh every turn (a change made in
         another process applies from the next turn on): the day's token count (429 when spent; not read
         when no budget applies) and the assistant with its settings (an unknown one 404, a disabled one
-        409). One job on the database's reader thread: one hand-off instead of two statements through
-        the async session (docs/benchmarks.md, "The database's share of a turn")."""
+        409). One job on the database's reader thread (TurnStore.reads_before_turn; docs/benchmarks.md,
+        "The database's share of a turn")."""
         budget = (
             self.budget if self.budget is not None and owner is not None and self.budget.applies else None
         )
         assistant_id = req.assistant
         group = req.budget_group if budget is not None and budget.group_tokens > 0 else None
 
-        def read(connection: Connection) -> tuple[int, int, TurnRead | None]:
-            used = budget.used_on(connection, owner) if budget is not None and owner is not None else 0
-            group_used = budget.used_on(connection, group) if budget is not None and group is not None else 0
-            return used, group_used, SettingsStore.read_on(connection, assistant_id)
-
-        used, group_used, found = await self.db.read(read, name="turn reads")
+        used, group_used, found = await self.turns.reads_before_turn(
+            budget=budget, owner=owner, group=group, assistant_id=assistant_id
+        )
         if budget is not None:
             budget.refuse_when_spent(used)
             if group is not None:
@@ -547,9 +458,8 @@ class Engine:
         *,
         spend: tuple[list[str], int] | None = None,
     ) -> None:
-        """One write transaction: the answer, the trace, its rows and (``spend``) the day's token count.
-        UPDATEs by primary key rather than loading the two rows first: two fewer round trips a turn
-        through the driver's thread, on an event loop that the burst keeps busy."""
+        """One write transaction (TurnStore.close): the answer, the trace, its rows and (``spend``) the
+        day's token count."""
         route = recorder.route
         trace_values = {
             "status": status,
@@ -571,32 +481,18 @@ class Engine:
             "intent": route.intent if route is not None else None,
             "tier": route.tier if route is not None else None,
         }
-        # Core statements on the tables, not the ORM: no unit of work, no instances, one multi-row
-        # INSERT per table (docs/benchmarks.md, "The fixed work of a turn")
-        reply = {
-            "reply": asst_id,
-            "content": recorder.text,
-            "report": recorder.stored_report,
-            "status": status,
-        }
-        batches = recorder.batches()
-        budget = self.budget if spend is not None else None
-
-        def store(connection: Connection) -> None:
-            """The transaction, all of it in one job: on SQLite one hand-off to the writer thread."""
-            stored = _FINISH_REPLY.execute(connection, reply)
-            _FINISH_TRACE.send(connection, {"trace": trace_id, **trace_values})  # batched: no wait
-            if stored != 1:
-                raise LookupError(f"the pending reply {asst_id} is gone")
-            for table, rows in batches:
-                _insert_rows(table).send(connection, rows)
-            if budget is not None and spend is not None:
-                # last, so a row lock on the owner's day (PostgreSQL) is held only until the commit
-                for key in spend[0]:
-                    budget.add_on(connection, key, spend[1])
-
+        closing = TurnClosing(
+            trace_id=trace_id,
+            assistant_message_id=asst_id,
+            content=recorder.text,
+            report=recorder.stored_report,
+            status=status,
+            trace=trace_values,
+            rows=TraceRows(events=recorder.event_rows(), spans=recorder.span_rows()),
+            spend=spend,
+        )
         try:
-            await self.db.write(store, name="turn closing", direct_only=True)
+            await self.turns.close(closing, budget=self.budget if spend is not None else None)
         except Exception:
             log.exception("turn %s: could not store the trace", trace_id)
             raise

@@ -22,7 +22,7 @@ from careerwise.llm.types import LLMProvider
 from careerwise.routing.llm_classifier import LLMIntentClassifier, Verdict
 from careerwise.routing.router import RouteDecision
 from careerwise.services import Services, build_services, make_provider
-from careerwise.store import Message, ToolCallRecord, TraceEvent
+from careerwise.store import Message, TraceEvent, TraceSpan
 from careerwise.tracing.llm_calls import ObservedProvider
 from careerwise.tracing.otel import OTelExporter, traces_url
 from careerwise.tracing.telemetry import Telemetry
@@ -179,7 +179,7 @@ async def test_the_stored_trace_is_masked_and_has_the_spans(
     async with services.db.session() as s:
         payloads = json.dumps(
             [e.payload for e in (await s.scalars(select(TraceEvent))).all()]
-            + [c.effective_arguments for c in (await s.scalars(select(ToolCallRecord))).all()],
+            + [sp.attributes for sp in (await s.scalars(select(TraceSpan))).all()],
             ensure_ascii=False,
         )
         messages = {m.role: m.content for m in (await s.scalars(select(Message))).all()}

@@ -7,14 +7,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import pytest
-from sqlalchemy import select
 
 from careerwise.engine import HistoryItem
 from careerwise.events import ToolCallEvent, ToolResultEvent
 from careerwise.knowledge.cache import normalize_query
 from careerwise.knowledge.embeddings import Embedder, Matrix
 from careerwise.services import Services
-from careerwise.store import ToolCallRecord
+from careerwise.store.traces import TraceStore
 from careerwise.tools.search_knowledge import SearchKnowledgeTool
 from tests.fakes.fake_llm import Call, FakeLLM, text, tool_calls
 from tests.integration.test_tool_use_flow import run_turn
@@ -38,9 +37,11 @@ async def test_the_floor_is_resolved_before_the_event_and_returned(
     assert result.ok and result.returned == 3 == len(result.sources)
     tool_msg = fake_llm.requests[1]["messages"][-1]["content"]
     assert tool_msg.count("source=") == 3
-    async with services.db.session() as s:
-        rec = (await s.scalars(select(ToolCallRecord))).one()
-    assert rec.effective_arguments == call.effective_arguments and rec.returned == 3
+    stored = await TraceStore(services.db).turn(events[-1].trace_id)
+    assert stored is not None
+    (rec,) = stored.tool_calls
+    assert rec.call["effective_arguments"] == call.effective_arguments
+    assert rec.result is not None and rec.result["returned"] == 3
 
 
 async def test_the_admin_override_still_wins_over_the_floor(

@@ -13,7 +13,8 @@ from careerwise.engine import TurnRequest
 from careerwise.events import DegradedEvent, DeltaEvent, DoneEvent, ErrorEvent, ToolCallEvent, ToolResultEvent
 from careerwise.routing.router import RouteDecision
 from careerwise.services import Services
-from careerwise.store import Message, ToolCallRecord, Trace
+from careerwise.store import Message, Trace
+from careerwise.store.traces import TraceStore
 from tests.conftest import ready
 from tests.fakes.fake_llm import Call, FakeLLM, error, stall, text, tool_calls
 
@@ -82,10 +83,13 @@ async def test_path_a_runs_the_tool_and_phase3_carries_the_result(
     assert result.sources[0].id in tool_msg["content"]
     # the stored trace says the same as the stream
     async with services.db.session() as s:
-        rec = (await s.scalars(select(ToolCallRecord))).one()
         trace = (await s.scalars(select(Trace))).one()
         msgs = (await s.scalars(select(Message).order_by(Message.created_at))).all()
-    assert rec.effective_arguments == call.effective_arguments and rec.returned == result.returned
+    stored = await TraceStore(services.db).turn(trace.id)
+    assert stored is not None
+    (rec,) = stored.tool_calls  # the one stored copy: the tool_call and tool_result event rows
+    assert rec.call["effective_arguments"] == call.effective_arguments
+    assert rec.result is not None and rec.result["returned"] == result.returned
     assert trace.path == "A" and trace.status == "ok" and trace.id == events[-1].trace_id
     assert [(m.role, m.status) for m in msgs] == [("user", "ok"), ("assistant", "ok")]
     assert msgs[1].content == "先做功課，再開口。"

@@ -11,24 +11,19 @@ stored events, which carried the same values to the page while it streamed.
 from __future__ import annotations
 
 import logging
-from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
-from sqlalchemy import select
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from careerwise.events import Source
 from careerwise.reports import StoredReport, legacy_bodies
-from careerwise.store import Feedback, Message, TraceEvent, as_utc
+from careerwise.store import Message, TraceEvent, as_utc
+from careerwise.store.conversations import MessageExtras
 from careerwise.web.render import render_markdown
 
 log = logging.getLogger(__name__)
-
-_VIEW_EVENTS = ("tool_call", "tool_result", "report", "degraded", "error")
-_IN_BATCH = 500  # ids per IN (...) list
 
 
 class SectionOut(BaseModel):
@@ -74,28 +69,15 @@ class MessageOut(BaseModel):
     rating: Literal["up", "down"] | None = Field(default=None, description="The feedback given, if any.")
 
 
-async def message_views(session: AsyncSession, messages: Sequence[Message]) -> list[MessageOut]:
-    trace_ids = sorted({m.trace_id for m in messages if m.role == "assistant" and m.trace_id})
-    answer_ids = sorted(m.id for m in messages if m.role == "assistant")
-    events: dict[str, list[TraceEvent]] = defaultdict(list)
-    ratings: dict[str, str] = {}
-    for start in range(0, len(trace_ids), _IN_BATCH):
-        batch = trace_ids[start : start + _IN_BATCH]
-        rows = await session.scalars(
-            select(TraceEvent)
-            .where(TraceEvent.trace_id.in_(batch), TraceEvent.type.in_(_VIEW_EVENTS))
-            .order_by(TraceEvent.trace_id, TraceEvent.seq)
-        )
-        for row in rows:
-            events[row.trace_id].append(row)
-    for start in range(0, len(answer_ids), _IN_BATCH):
-        batch = answer_ids[start : start + _IN_BATCH]
-        found = await session.execute(
-            select(Feedback.message_id, Feedback.rating).where(Feedback.message_id.in_(batch))
-        )
-        ratings.update({message_id: rating for message_id, rating in found})
+def message_views(messages: Sequence[Message], extras: MessageExtras) -> list[MessageOut]:
+    """The messages as the page shows them, with what their turns' stored events say
+    (ConversationStore.extras)."""
     return [
-        _view(m, events.get(m.trace_id or "", []) if m.role == "assistant" else [], ratings.get(m.id))
+        _view(
+            m,
+            extras.events.get(m.trace_id or "", []) if m.role == "assistant" else [],
+            extras.ratings.get(m.id),
+        )
         for m in messages
     ]
 

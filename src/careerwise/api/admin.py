@@ -14,15 +14,13 @@ from typing import Any
 
 from fastapi import APIRouter
 from fastapi.responses import FileResponse
-from sqlalchemy import func, select, text
 
 from careerwise.api import admin_knowledge, admin_settings, admin_stats, admin_turns
 from careerwise.api.admin_common import admin_router
 from careerwise.api.admin_knowledge import knowledge_status
-from careerwise.api.deps import ServicesDep
+from careerwise.api.deps import ServicesDep, StatsDep
 from careerwise.flows.compact import design_of
 from careerwise.llm.profile import profile_of
-from careerwise.store import Trace, TraceEvent
 
 log = logging.getLogger(__name__)
 STATIC = Path(__file__).resolve().parent.parent / "web" / "static"
@@ -40,28 +38,14 @@ async def admin_page() -> FileResponse:
 
 
 @status_router.get("/status")
-async def status(services: ServicesDep) -> dict[str, Any]:
+async def status(services: ServicesDep, stats: StatsDep) -> dict[str, Any]:
     """What the dashboard's health strip shows: the knowledge index (a retriever that failed to load is
     never silent), the database, the LLM provider, and the last 24 hours of knowledge degradations and
     this process's retrieval-failure counters (the same counters /metrics exports)."""
     since = datetime.now(UTC) - timedelta(hours=24)
     database: dict[str, Any]
     try:
-        async with services.db.session() as s:
-            await s.execute(text("SELECT 1"))
-            turns = int(await s.scalar(select(func.count(Trace.id)).where(Trace.started_at >= since)) or 0)
-            knowledge_degraded = int(
-                await s.scalar(
-                    select(func.count(TraceEvent.id))
-                    .join(Trace, Trace.id == TraceEvent.trace_id)
-                    .where(
-                        Trace.started_at >= since,
-                        TraceEvent.type == "degraded",
-                        TraceEvent.payload["reason"].as_string().in_(_KNOWLEDGE_REASONS),
-                    )
-                )
-                or 0
-            )
+        turns, knowledge_degraded = await stats.since(since, degraded_reasons=_KNOWLEDGE_REASONS)
         database = {"state": "ok"}
     except Exception as exc:  # noqa: BLE001 - shown on the page (and on /readyz), logged here
         log.warning("admin status: the database check failed: %s", exc)

@@ -11,36 +11,22 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Depends
-from sqlalchemy import func, select
 
 from careerwise.api.auth import AdminUser, get_admin_user
-from careerwise.api.deps import ServicesDep
+from careerwise.api.deps import AssistantAdminDep, ServicesDep
 from careerwise.api.error_models import errors
 from careerwise.assistants import ProfileIn, ProfileUpdate
 from careerwise.knowledge.documents import DOMAINS
-from careerwise.store import AssistantSetting, Trace
 
 # no prefix: included by admin_settings' router (which carries /api/admin); admin only, either way
 router = APIRouter(dependencies=[Depends(get_admin_user)])
 
 
 @router.get("/assistants")
-async def assistants(services: ServicesDep) -> dict[str, Any]:
+async def assistants(services: ServicesDep, store: AssistantAdminDep) -> dict[str, Any]:
     """Every assistant with its profile, its number of setting overrides and of turns."""
     profiles = await services.assistant_settings.assistants.list()
-    async with services.db.session() as s:
-        overrides = dict(
-            (
-                await s.execute(
-                    select(AssistantSetting.assistant_id, func.count()).group_by(
-                        AssistantSetting.assistant_id
-                    )
-                )
-            ).all()
-        )
-        turns = dict(
-            (await s.execute(select(Trace.assistant_id, func.count()).group_by(Trace.assistant_id))).all()
-        )
+    overrides, turns = await store.counts()
     return {
         "assistants": [
             p.to_json()

@@ -29,12 +29,11 @@ from typing import Annotated, Any
 from fastapi import File, Request, UploadFile
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
-from sqlalchemy import delete, func, select
 
 from careerwise.api._strict import REQUEST_MODEL
 from careerwise.api.admin_common import admin_router
 from careerwise.api.admin_settings import known_assistant
-from careerwise.api.deps import ServicesDep
+from careerwise.api.deps import KnowledgeDep, ServicesDep
 from careerwise.api.error_models import errors
 from careerwise.assistant_settings import DEFAULT_ASSISTANT
 from careerwise.errors import (
@@ -55,7 +54,7 @@ from careerwise.knowledge.documents import (
 )
 from careerwise.knowledge.ingest import IngestReport, bump_version, ingest_documents
 from careerwise.services import Services
-from careerwise.store import Chunk, Document, as_utc
+from careerwise.store import as_utc
 from careerwise.tools.search_knowledge import MAX_QUERY_CHARS, MAX_TOP_K
 from careerwise.tools.search_knowledge import NAME as SEARCH_TOOL
 from careerwise.tracing.background import KNOWLEDGE_UPLOAD_CLEANUP, count_failure
@@ -78,12 +77,8 @@ def knowledge_status(services: Services) -> dict[str, Any]:
 
 
 @router.get("/knowledge")
-async def documents(services: ServicesDep) -> dict[str, Any]:
-    async with services.db.session() as s:
-        counts = dict(
-            (await s.execute(select(Chunk.document_id, func.count()).group_by(Chunk.document_id))).all()
-        )
-        docs = (await s.scalars(select(Document).order_by(Document.updated_at.desc(), Document.id))).all()
+async def documents(services: ServicesDep, knowledge: KnowledgeDep) -> dict[str, Any]:
+    found = await knowledge.documents()
     return {
         "status": knowledge_status(services),
         "documents": [
@@ -94,10 +89,11 @@ async def documents(services: ServicesDep) -> dict[str, Any]:
                 "lang": d.lang,
                 "source_path": d.source_path,
                 "chars": d.chars,
-                "chunks": int(counts.get(d.id, 0)),
+                "chunks": c.chunks,
                 "updated_at": as_utc(d.updated_at).isoformat(),
             }
-            for d in docs
+            for c in found
+            for d in (c.document,)
         ],
     }
 
@@ -286,14 +282,10 @@ async def upload(
 
 
 @router.delete("/knowledge/documents/{document_id}", responses=errors(404))
-async def delete_document(document_id: str, services: ServicesDep) -> dict[str, Any]:
-    async with services.db.session() as s, s.begin():
-        doc = await s.get(Document, document_id)
-        if doc is None:
-            raise NotFoundError(f"no document {document_id!r}")
-        source = doc.source_path
-        await s.execute(delete(Chunk).where(Chunk.document_id == document_id))
-        await s.delete(doc)
+async def delete_document(document_id: str, services: ServicesDep, knowledge: KnowledgeDep) -> dict[str, Any]:
+    source = await knowledge.delete_document(document_id)
+    if source is None:
+        raise NotFoundError(f"no document {document_id!r}")
     # an uploaded copy goes too, or a later bulk ingest of the folder would bring the document back
     uploaded = uploads_dir(services) / Path(source).name
     if Path(source).name == source and uploaded.is_file():

@@ -11,19 +11,18 @@ from typing import Annotated, Any
 
 from fastapi import Query
 from pydantic import BaseModel, Field
-from sqlalchemy import func, select
 
 from careerwise.api import admin_assistants
 from careerwise.api._strict import REQUEST_MODEL
 from careerwise.api.admin_common import admin_router
 from careerwise.api.auth import AdminUser
-from careerwise.api.deps import ServicesDep
+from careerwise.api.deps import AssistantAdminDep, ServicesDep
 from careerwise.api.error_models import errors
 from careerwise.assistant_settings import KEYS, AssistantSettings
 from careerwise.assistants import AssistantProfile
 from careerwise.channels.apikeys import create_key, list_keys, revoke_key
 from careerwise.services import Services
-from careerwise.store import ApiKey, SettingsAudit, as_utc
+from careerwise.store import ApiKey, as_utc
 
 router = admin_router("admin: assistants")
 
@@ -98,23 +97,13 @@ async def reset_setting(
 async def audit_log(
     assistant_id: str,
     services: ServicesDep,
+    store: AssistantAdminDep,
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
     offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
 ) -> dict[str, Any]:
     """Who changed what, when, from what to what; newest first. ``new_value`` null = reset."""
     await known_assistant(services, assistant_id)
-    where = SettingsAudit.assistant_id == assistant_id
-    async with services.db.session() as s:
-        total = int(await s.scalar(select(func.count(SettingsAudit.id)).where(where)) or 0)
-        rows = (
-            await s.scalars(
-                select(SettingsAudit)
-                .where(where)
-                .order_by(SettingsAudit.changed_at.desc(), SettingsAudit.id.desc())
-                .limit(limit)
-                .offset(offset)
-            )
-        ).all()
+    total, rows = await store.audit(assistant_id, limit=limit, offset=offset)
     return {
         "total": total,
         "items": [

@@ -15,12 +15,11 @@ from datetime import date
 from typing import Annotated, Any
 
 from fastapi import Query
-from sqlalchemy import func, select
 
 from careerwise.api.admin_common import DateRangeDep, admin_router, percentiles
-from careerwise.api.deps import ServicesDep
+from careerwise.api.deps import StatsDep
 from careerwise.api.error_models import errors
-from careerwise.store import Feedback, Trace, TraceEvent, as_utc
+from careerwise.store import as_utc
 
 router = admin_router("admin: stats")
 
@@ -31,42 +30,20 @@ def _share(count: int, total: int) -> float:
 
 @router.get("/stats", responses=errors(400))
 async def stats(
-    services: ServicesDep,
+    stats_store: StatsDep,
     period: DateRangeDep,
     assistant_id: Annotated[str | None, Query(max_length=64)] = None,
 ) -> dict[str, Any]:
-    in_range = [Trace.started_at >= period.start, Trace.started_at < period.end]
-    if assistant_id is not None:
-        in_range.append(Trace.assistant_id == assistant_id)
-    async with services.db.session() as s:
-        turns = (
-            await s.execute(
-                select(Trace.id, Trace.path, Trace.status, Trace.first_text_ms, Trace.duration_ms).where(
-                    *in_range
-                )
-            )
-        ).all()
-        events = (
-            await s.execute(
-                select(TraceEvent.trace_id, TraceEvent.type, TraceEvent.payload, Trace.started_at)
-                .join(Trace, Trace.id == TraceEvent.trace_id)
-                .where(*in_range, TraceEvent.type.in_(("route", "tool_call", "degraded")))
-            )
-        ).all()
-        fb_filter = [Feedback.created_at >= period.start, Feedback.created_at < period.end]
-        if assistant_id is not None:
-            fb_filter.append(Feedback.assistant_id == assistant_id)
-        feedback = (
-            await s.execute(select(Feedback.rating, func.count()).where(*fb_filter).group_by(Feedback.rating))
-        ).all()
-
+    rows = await stats_store.period(start=period.start, end=period.end, assistant_id=assistant_id)
+    turns = rows.turns
     total = len(turns)
     layers: Counter[str] = Counter()
     turns_with_tools: set[str] = set()
     tool_calls = 0
     topk_calls = topk_overridden = topk_not_given = 0
     degraded_by_day: Counter[tuple[date, str]] = Counter()
-    for trace_id, kind, payload, started_at in events:
+    for event in rows.events:
+        trace_id, kind, payload, started_at = event.trace_id, event.type, event.payload, event.started_at
         if kind == "route":
             layers[str(payload.get("layer"))] += 1
         elif kind == "tool_call":
@@ -84,7 +61,8 @@ async def stats(
             degraded_by_day[(as_utc(started_at).date(), str(payload.get("reason")))] += 1
 
     by_path: dict[str, tuple[list[float], list[float]]] = {}
-    for _id, path, status, first_text, duration in turns:
+    for turn in turns:
+        path, status, first_text, duration = turn.path, turn.status, turn.first_text_ms, turn.duration_ms
         if status == "running":
             continue  # not finished: no total yet
         firsts, totals = by_path.setdefault(path or "none", ([], []))
@@ -94,7 +72,7 @@ async def stats(
             totals.append(duration)
 
     reasons = sorted({reason for _day, reason in degraded_by_day})
-    counts = dict(feedback)
+    counts = rows.ratings
     up, down = int(counts.get("up", 0)), int(counts.get("down", 0))
     return {
         "range": {"date_from": period.first.isoformat(), "date_to": period.last.isoformat()},

@@ -17,16 +17,15 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, Request, Response
 from pydantic import BaseModel, Field
-from sqlalchemy import delete, select
 
 from careerwise.api._message_views import MessageOut, message_views
 from careerwise.api._strict import REQUEST_MODEL
 from careerwise.api.auth import CurrentUser, OptionalUser, client_ip
-from careerwise.api.deps import ServicesDep
+from careerwise.api.deps import ConversationsDep, ServicesDep
 from careerwise.api.error_models import errors
-from careerwise.errors import ConversationBusyError, NotFoundError
-from careerwise.services import Services
-from careerwise.store import Conversation, Message, User, as_utc
+from careerwise.errors import NotFoundError
+from careerwise.store import Conversation, User, as_utc
+from careerwise.store.conversations import ConversationStore
 
 router = APIRouter(tags=["conversations"])
 
@@ -69,9 +68,8 @@ def _visible(conv: Conversation | None, user: User | None) -> bool:
     return conv.user_id is None or (user is not None and conv.user_id == user.id)
 
 
-async def _conversation(services: Services, conversation_id: str, user: User | None) -> Conversation:
-    async with services.db.session() as s:
-        conv = await s.get(Conversation, conversation_id)
+async def _conversation(store: ConversationStore, conversation_id: str, user: User | None) -> Conversation:
+    conv = await store.get(conversation_id)
     if not _visible(conv, user):
         raise NotFoundError(f"conversation {conversation_id} does not exist")
     assert conv is not None
@@ -80,24 +78,22 @@ async def _conversation(services: Services, conversation_id: str, user: User | N
 
 @router.get("/api/conversations")
 async def list_conversations(
-    services: ServicesDep,
+    conversations: ConversationsDep,
     user: CurrentUser,
     limit: Annotated[int, Query(ge=1, le=200, description="How many, newest first.")] = 50,
 ) -> ConversationList:
     """The logged-in user's conversations, most recently active first."""
-    async with services.db.session() as s:
-        rows = await s.scalars(
-            select(Conversation)
-            .where(Conversation.user_id == user.id, Conversation.channel == WEB)
-            .order_by(Conversation.updated_at.desc(), Conversation.id)
-            .limit(limit)
-        )
-        return ConversationList(conversations=[ConversationOut.of(c) for c in rows])
+    rows = await conversations.of_user(user.id, channel=WEB, limit=limit)
+    return ConversationList(conversations=[ConversationOut.of(c) for c in rows])
 
 
 @router.post("/api/conversations", status_code=201, responses=errors(429))
 async def create_conversation(
-    body: NewConversation, request: Request, services: ServicesDep, user: OptionalUser
+    body: NewConversation,
+    request: Request,
+    services: ServicesDep,
+    conversations: ConversationsDep,
+    user: OptionalUser,
 ) -> ConversationOut:
     """An empty conversation, so the page knows its id before the first answer starts (a stopped first
     answer still leaves the conversation where the page can find it)."""
@@ -107,56 +103,39 @@ async def create_conversation(
         )
     else:
         await services.limiters.user_chat.hit(f"new-conversation:{user.id}", "new conversations")
-    conv = Conversation(title=body.title.strip()[:200], channel=WEB, user_id=user.id if user else None)
-    async with services.db.session() as s, s.begin():
-        s.add(conv)
-        await s.flush()
-        out = ConversationOut.of(conv)
-    return out
+    conv = await conversations.create(
+        title=body.title.strip()[:200], channel=WEB, user_id=user.id if user else None
+    )
+    return ConversationOut.of(conv)
 
 
 @router.get("/api/conversations/{conversation_id}", responses=errors(404))
 async def get_conversation(
-    conversation_id: HexId, services: ServicesDep, user: OptionalUser
+    conversation_id: HexId, conversations: ConversationsDep, user: OptionalUser
 ) -> ConversationDetail:
-    conv = await _conversation(services, conversation_id, user)
-    async with services.db.session() as s:
-        rows = list(await s.scalars(select(Message).where(Message.conversation_id == conv.id)))
-        # created in one transaction, a turn's two messages can share a timestamp: the question first
-        rows.sort(key=lambda m: (m.created_at, m.role != "user"))
-        messages = await message_views(s, rows)
+    conv = await _conversation(conversations, conversation_id, user)
+    rows = await conversations.messages(conv.id)
+    messages = message_views(rows, await conversations.extras(rows))
     return ConversationDetail(**ConversationOut.of(conv).model_dump(), messages=messages)
 
 
 @router.delete("/api/conversations/{conversation_id}", status_code=204, responses=errors(404, 409))
-async def delete_conversation(conversation_id: HexId, services: ServicesDep, user: OptionalUser) -> Response:
+async def delete_conversation(
+    conversation_id: HexId, services: ServicesDep, conversations: ConversationsDep, user: OptionalUser
+) -> Response:
     """Deletes the conversation with its messages, traces and feedback (the database cascades)."""
-    conv = await _conversation(services, conversation_id, user)
+    conv = await _conversation(conversations, conversation_id, user)
     # a turn still being written would find its rows gone; a pending message older than the turn
     # deadline is left over from a crashed process and does not block
     since = datetime.now(UTC) - timedelta(seconds=services.settings.resolved_turn_deadline + 30)
-    async with services.db.session() as s, s.begin():
-        running = await s.scalar(
-            select(Message.id)
-            .where(
-                Message.conversation_id == conv.id, Message.status == "pending", Message.created_at > since
-            )
-            .limit(1)
-        )
-        if running is not None:
-            raise ConversationBusyError(
-                "an answer is still being written in this conversation; stop it first"
-            )
-        await s.execute(delete(Conversation).where(Conversation.id == conv.id))
+    await conversations.delete_unless_answering(conv.id, since=since)
     return Response(status_code=204)
 
 
 @router.get("/api/messages/{message_id}", responses=errors(404))
-async def get_message(message_id: HexId, services: ServicesDep, user: OptionalUser) -> MessageOut:
+async def get_message(message_id: HexId, conversations: ConversationsDep, user: OptionalUser) -> MessageOut:
     """One message with its server-rendered HTML (the page swaps it in when an answer is finished)."""
-    async with services.db.session() as s:
-        message = await s.get(Message, message_id)
-        conv = await s.get(Conversation, message.conversation_id) if message is not None else None
-        if message is None or not _visible(conv, user):
-            raise NotFoundError(f"message {message_id} does not exist")
-        return (await message_views(s, [message]))[0]
+    message, conv = await conversations.message(message_id)
+    if message is None or not _visible(conv, user):
+        raise NotFoundError(f"message {message_id} does not exist")
+    return message_views([message], await conversations.extras([message]))[0]

@@ -12,7 +12,6 @@ import logging
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from sqlalchemy.exc import OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from careerwise.errors import (
@@ -30,6 +29,7 @@ from careerwise.errors import (
     UnsupportedMediaTypeError,
     UserInputError,
 )
+from careerwise.store.health import DatabaseOperationalError, is_database_locked
 from careerwise.tracing.metrics import Metrics
 
 log = logging.getLogger(__name__)
@@ -59,14 +59,6 @@ HTTP_CODES = {
     415: "unsupported_media_type",
 }
 DATABASE_BUSY_RETRY_AFTER = 5  # seconds: SQLite's lock is held for one transaction, rarely longer
-_LOCKED = ("database is locked", "database table is locked", "the database is busy")
-
-
-def is_database_locked(exc: OperationalError) -> bool:
-    """SQLite's "database is locked" past ``busy_timeout``, or this process's write lock given up on
-    (store/db.py ``_WriteLock``): the database is busy, not broken."""
-    text = f"{exc.orig} {exc}".lower()
-    return any(marker in text for marker in _LOCKED)
 
 
 def error_body(code: str, message: str, details: object | None = None) -> dict[str, object]:
@@ -111,8 +103,8 @@ def install(app: FastAPI) -> None:
         details = getattr(exc, "details", None)
         return JSONResponse(error_body(exc.code, str(exc), details), status_code=status, headers=headers)
 
-    @app.exception_handler(OperationalError)
-    async def _operational(request: Request, exc: OperationalError) -> JSONResponse:
+    @app.exception_handler(DatabaseOperationalError)
+    async def _operational(request: Request, exc: DatabaseOperationalError) -> JSONResponse:
         metrics = _metrics(request)
         if is_database_locked(exc):
             log.error(

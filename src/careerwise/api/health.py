@@ -19,13 +19,13 @@ from typing import Any
 
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse
-from sqlalchemy import text
 
 from careerwise.api.deps import ServicesDep
 from careerwise.flows.compact import design_of
 from careerwise.llm.profile import profile_of
 from careerwise.llm.resilience import ResilientProvider
 from careerwise.services import Services
+from careerwise.store.health import ping
 
 router = APIRouter(tags=["health"])
 log = logging.getLogger(__name__)
@@ -52,9 +52,7 @@ async def _probe(name: str, seconds: float, run: Callable[[], Awaitable[dict[str
 
 
 async def _database(services: Services) -> dict[str, Any]:
-    async with services.db.session() as s:
-        await s.execute(text("SELECT 1"))
-    return {"backend": services.db.engine.dialect.name}
+    return {"backend": await ping(services.db)}
 
 
 async def _embedding(services: Services) -> dict[str, Any]:

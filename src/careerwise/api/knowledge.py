@@ -11,9 +11,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Query
 from pydantic import BaseModel
-from sqlalchemy import select
 
-from careerwise.api.deps import ServicesDep
+from careerwise.api.deps import KnowledgeDep
 from careerwise.api.error_models import errors
 from careerwise.errors import NotFoundError
 from careerwise.store import Chunk, Document
@@ -47,38 +46,21 @@ def _out(chunk: Chunk, document: Document) -> ChunkOut:
 
 
 @router.get("/api/knowledge/chunks/{chunk_id}", responses=errors(404))
-async def get_chunk(chunk_id: Annotated[int, Path(ge=1, le=2**63 - 1)], services: ServicesDep) -> ChunkOut:
-    async with services.db.session() as s:
-        row = (
-            await s.execute(
-                select(Chunk, Document)
-                .join(Document, Document.id == Chunk.document_id)
-                .where(Chunk.id == chunk_id)
-            )
-        ).first()
-    if row is None:
+async def get_chunk(chunk_id: Annotated[int, Path(ge=1, le=2**63 - 1)], knowledge: KnowledgeDep) -> ChunkOut:
+    found = await knowledge.passage(chunk_id)
+    if found is None:
         raise NotFoundError(f"passage {chunk_id} does not exist")
-    return _out(row[0], row[1])
+    return _out(*found)
 
 
 @router.get("/api/knowledge/chunks", responses=errors(404))
 async def find_chunks(
-    services: ServicesDep,
+    knowledge: KnowledgeDep,
     document_id: Annotated[str, Query(min_length=1, max_length=200, description="A source's id.")],
     section: Annotated[str | None, Query(max_length=300, description="A source's section.")] = None,
 ) -> ChunkList:
     """The passages of one document (of one section of it, when ``section`` is given), in order."""
-    query = (
-        select(Chunk, Document)
-        .join(Document, Document.id == Chunk.document_id)
-        .where(Chunk.document_id == document_id)
-        .order_by(Chunk.ord)
-        .limit(MAX_CHUNKS)
-    )
-    if section is not None:
-        query = query.where(Chunk.section == section)
-    async with services.db.session() as s:
-        rows = (await s.execute(query)).all()
+    rows = await knowledge.passages(document_id, section=section, limit=MAX_CHUNKS)
     if not rows:
         if section is None:
             raise NotFoundError(f"document {document_id!r} is not in the knowledge base")

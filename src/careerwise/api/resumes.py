@@ -37,7 +37,8 @@ from careerwise.events import (
 from careerwise.resume import Owner, Stored, Upload, delete_resumes, list_resumes
 from careerwise.resume.extract import too_large
 from careerwise.services import Services
-from careerwise.store import Conversation, Resume, ResumeReview, User
+from careerwise.store import Resume, ResumeReview, User
+from careerwise.store.conversations import ConversationStore
 
 router = APIRouter(tags=["resumes"])
 FORM_OVERHEAD = 64 * 1024  # multipart boundaries, headers and the small text fields
@@ -229,8 +230,7 @@ async def owner_for(services: Services, user: User | None, conversation_id: str 
         raise UserInputError(
             "without an account, name the conversation the resumes belong to: ?conversation_id=…"
         )
-    async with services.db.session() as s:
-        conv = await s.get(Conversation, conversation_id)
+    conv = await ConversationStore(services.db).get(conversation_id)
     if conv is None or conv.user_id is not None:
         raise NotFoundError(f"conversation {conversation_id} does not exist")
     return Owner(conversation_id=conversation_id)

@@ -7,13 +7,12 @@ import json
 from typing import Annotated, Any
 
 import typer
-from sqlalchemy import select
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from careerwise.assistant_settings import DEFAULT_ASSISTANT, KEYS, SettingsStore
 from careerwise.config import get_settings
 from careerwise.errors import NotFoundError, UserInputError
-from careerwise.store import Database, ToolCallRecord, Trace, TraceEvent, TraceSpan
+from careerwise.store import Database
+from careerwise.store.traces import TraceStore
 from careerwise.tracing.export import trace_header
 
 settings_app = typer.Typer(
@@ -108,65 +107,30 @@ def settings_reset(
 
 
 async def load_trace(db: Database, trace_id: str) -> dict[str, Any] | None:
-    """A stored turn as JSON: the trace row, its tool calls and every event as the stream carried it."""
-    async with db.session() as s:
-        trace = await s.get(Trace, trace_id)
-        if trace is None:
-            return None
-        events = (
-            await s.scalars(
-                select(TraceEvent).where(TraceEvent.trace_id == trace_id).order_by(TraceEvent.seq)
-            )
-        ).all()
-        calls = (
-            await s.scalars(
-                select(ToolCallRecord).where(ToolCallRecord.trace_id == trace_id).order_by(ToolCallRecord.id)
-            )
-        ).all()
-        spans = (await _spans(s, [trace_id])).get(trace_id, [])
+    """A stored turn as JSON: the trace row, its tool calls and every event as the stream carried it.
+    The tool calls are the stored tool_call and tool_result events, as the dashboard reads them
+    (store/traces.py)."""
+    turn = await TraceStore(db).turn(trace_id)
+    if turn is None:
+        return None
     return {
-        **trace_header(trace),
+        **trace_header(turn.trace),
         "tool_calls": [
             {
-                "call_id": c.call_id,
-                "name": c.name,
-                "requested_arguments": c.requested_arguments,
-                "effective_arguments": c.effective_arguments,
-                "reason": c.reason,
-                "ok": c.ok,
-                "returned": c.returned,
-                "duration_ms": c.duration_ms,
+                "call_id": c.call.get("call_id"),
+                "name": c.call.get("name"),
+                "requested_arguments": c.call.get("requested_arguments"),
+                "effective_arguments": c.call.get("effective_arguments"),
+                "reason": c.call.get("reason"),
+                "ok": c.result.get("ok") if c.result is not None else None,
+                "returned": c.result.get("returned") if c.result is not None else None,
+                "duration_ms": c.result.get("duration_ms") if c.result is not None else None,
             }
-            for c in calls
+            for c in turn.tool_calls
         ],
-        "events": [{"seq": e.seq, "t_ms": e.t_ms, **e.payload} for e in events],
-        "spans": spans,
+        "events": [{"seq": e.seq, "t_ms": e.t_ms, **e.payload} for e in turn.events],
+        "spans": turn.spans,
     }
-
-
-async def _spans(s: AsyncSession, trace_ids: list[str]) -> dict[str, list[dict[str, Any]]]:
-    """The turns' spans (routing, LLM calls, tool calls, degradations, errors) in start order."""
-    rows = (
-        await s.scalars(
-            select(TraceSpan)
-            .where(TraceSpan.trace_id.in_(trace_ids))
-            .order_by(TraceSpan.trace_id, TraceSpan.seq)
-        )
-    ).all()
-    out: dict[str, list[dict[str, Any]]] = {}
-    for r in rows:
-        out.setdefault(r.trace_id, []).append(
-            {
-                "seq": r.seq,
-                "kind": r.kind,
-                "name": r.name,
-                "start_ms": r.start_ms,
-                "duration_ms": r.duration_ms,
-                "status": r.status,
-                "attributes": r.attributes,
-            }
-        )
-    return out
 
 
 def _span_summary(spans: list[dict[str, Any]]) -> str:
@@ -188,12 +152,11 @@ def traces_list(
     async def run() -> None:
         db = _db()
         try:
-            async with db.session() as s:
-                rows = (await s.scalars(select(Trace).order_by(Trace.started_at.desc()).limit(limit))).all()
-                spans = await _spans(s, [t.id for t in rows])
+            latest = await TraceStore(db).latest(limit)
         finally:
             await db.dispose()
-        for t in rows:
+        spans = {t.id: views for t, views in latest}
+        for t, _ in latest:
             if as_json:
                 item = {
                     "id": t.id,

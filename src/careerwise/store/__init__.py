@@ -14,7 +14,6 @@ from careerwise.store.models import (
     LineUser,
     Message,
     SettingsAudit,
-    ToolCallRecord,
     Trace,
     TraceEvent,
 )
@@ -56,7 +55,6 @@ __all__ = [
     "Resume",
     "ResumeReview",
     "SettingsAudit",
-    "ToolCallRecord",
     "Trace",
     "TraceEvent",
     "TraceSpan",

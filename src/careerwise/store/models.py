@@ -115,20 +115,6 @@ class TraceEvent(Base):
     payload: Mapped[dict[str, Any]] = mapped_column()
 
 
-class ToolCallRecord(Base):
-    __tablename__ = "tool_calls"
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    trace_id: Mapped[str] = mapped_column(ForeignKey("traces.id", ondelete="CASCADE"), index=True)
-    call_id: Mapped[str] = mapped_column(String(80))
-    name: Mapped[str] = mapped_column(String(80))
-    requested_arguments: Mapped[dict[str, Any]] = mapped_column()
-    effective_arguments: Mapped[dict[str, Any]] = mapped_column()
-    reason: Mapped[str] = mapped_column(Text, default="")
-    ok: Mapped[bool | None] = mapped_column(default=None)
-    returned: Mapped[int | None] = mapped_column(Integer, default=None)
-    duration_ms: Mapped[float | None] = mapped_column(Float, default=None)
-
-
 class Document(Base):
     __tablename__ = "documents"
     id: Mapped[str] = mapped_column(String(200), primary_key=True)

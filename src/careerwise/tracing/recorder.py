@@ -1,13 +1,17 @@
 """Collects a turn's events and writes the trace rows from them (never from another snapshot).
 
-Rows: ``trace_events`` (every event but the text deltas after the first, as the stream carried it),
-``tool_calls`` (requested and effective arguments, outcome) and ``trace_spans`` (the turn's timeline:
-routing, LLM calls, tool calls, degradations, errors). Everything stored here is masked
+Rows: ``trace_events`` (every event but the text deltas after the first, as the stream carried it) and
+``trace_spans`` (the turn's timeline: routing, LLM calls, tool calls, degradations, errors). A tool call
+is stored once: its ``tool_call`` and ``tool_result`` event rows carry the arguments (requested and
+effective, with the reason) and the outcome, exactly as the stream showed them; its span keeps only its
+timing, its status and its ``call_id``, and readers join the two (store/traces.py), so no reader can
+show a value the stream did not carry (shared/DESIGN.md principle 1). Everything stored here is masked
 (careerwise.tracing.masking); the assistant message text (:attr:`TraceRecorder.text`) is not: it is the
 user's own history.
 
 The rows are plain slotted dataclasses, not ORM objects: the engine stores them with one multi-row
-``INSERT`` per table (:meth:`TraceRecorder.batches`) in the turn's closing transaction. Building ORM
+``INSERT`` per table (:meth:`TraceRecorder.event_rows`, :meth:`TraceRecorder.span_rows`, stored by
+store/turns.py) in the turn's closing transaction. Building ORM
 instances and letting the unit of work flush them cost about a millisecond of event-loop CPU a turn
 (docs/benchmarks.md, "The fixed work of a turn").
 """
@@ -17,8 +21,6 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from typing import Any, assert_never
-
-from sqlalchemy import Table
 
 from careerwise.events import (
     DegradedEvent,
@@ -34,9 +36,8 @@ from careerwise.events import (
     ToolResultEvent,
 )
 from careerwise.reports import StoredReport, message_markdown
-from careerwise.store import ToolCallRecord, TraceEvent, TraceSpan
 from careerwise.tracing.llm_calls import LLMCall
-from careerwise.tracing.masking import mask_json, mask_text
+from careerwise.tracing.masking import mask_json
 from careerwise.tracing.turn import TurnEnd
 
 
@@ -66,21 +67,6 @@ class EventRow:
 
 
 @dataclass(slots=True)
-class ToolCallRow:
-    """A ``tool_calls`` row; the outcome fields are filled in when the tool's result arrives."""
-
-    trace_id: str
-    call_id: str
-    name: str
-    requested_arguments: dict[str, Any]
-    effective_arguments: dict[str, Any]
-    reason: str
-    ok: bool | None = None
-    returned: int | None = None
-    duration_ms: float | None = None
-
-
-@dataclass(slots=True)
 class SpanRow:
     """A ``trace_spans`` row; ``seq`` is given by start time in :attr:`TraceRecorder.spans`."""
 
@@ -98,7 +84,7 @@ def _without_type(payload: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in payload.items() if k != "type"}
 
 
-def _values(row: EventRow | ToolCallRow | SpanRow) -> dict[str, Any]:
+def _values(row: EventRow | SpanRow) -> dict[str, Any]:
     return {name: getattr(row, name) for name in row.__slots__}
 
 
@@ -108,7 +94,6 @@ class TraceRecorder:
         self._t0 = started if started is not None else time.perf_counter()
         self._seq = 0
         self.rows: list[EventRow] = []
-        self.tool_calls: dict[str, ToolCallRow] = {}
         self._spans: list[SpanRow] = []
         self._tool_spans: dict[str, SpanRow] = {}
         self.llm_calls: list[LLMCall] = []
@@ -164,34 +149,21 @@ class TraceRecorder:
                 took = event.duration_ms or 0.0
                 self._span("route", "route", t_ms - took, took, _without_type(payload), ok=True, masked=True)
             case ToolCallEvent():
-                self.tool_calls[event.call_id] = ToolCallRow(
-                    trace_id=self.trace_id,
-                    call_id=event.call_id,
-                    name=event.name,
-                    requested_arguments=mask_json(event.requested_arguments),
-                    effective_arguments=mask_json(event.effective_arguments),
-                    reason=mask_text(event.reason),
-                )
+                # the span is the call's timing only: its arguments are the tool_call row's
                 self._tool_spans[event.call_id] = self._span(
                     "tool",
                     f"execute_tool {event.name}",
                     t_ms,
                     0.0,
-                    _without_type(payload),
+                    {"call_id": payload.get("call_id")},
                     ok=True,
                     masked=True,
                 )
             case ToolResultEvent():
-                rec = self.tool_calls.get(event.call_id)
-                if rec is not None:
-                    rec.ok, rec.returned, rec.duration_ms = event.ok, event.returned, event.duration_ms
                 span = self._tool_spans.get(event.call_id)
-                if span is not None:
+                if span is not None:  # the outcome is the tool_result row's
                     span.duration_ms = round(event.duration_ms, 2)
                     span.status = "ok" if event.ok else "error"
-                    span.attributes = span.attributes | mask_json(
-                        {"ok": event.ok, "returned": event.returned, "error": event.error}
-                    )
             case DegradedEvent():
                 self.degraded.append(event)
                 self._span("degraded", event.reason, t_ms, 0.0, {"message": event.message}, ok=True)
@@ -221,7 +193,7 @@ class TraceRecorder:
         )
 
     def finish(self, end: TurnEnd) -> None:
-        """Nothing to do: the engine writes :attr:`rows`, :attr:`tool_calls` and :attr:`spans`."""
+        """Nothing to do: the engine writes :meth:`event_rows` and :meth:`span_rows`."""
 
     @property
     def spans(self) -> list[SpanRow]:
@@ -231,14 +203,13 @@ class TraceRecorder:
             span.seq = n
         return ordered
 
-    def batches(self) -> list[tuple[Table, list[dict[str, Any]]]]:
-        """The rows to insert, per table, each as one executemany (tables with no rows left out)."""
-        tables: list[tuple[Any, list[EventRow] | list[ToolCallRow] | list[SpanRow]]] = [
-            (TraceEvent, self.rows),
-            (ToolCallRecord, list(self.tool_calls.values())),
-            (TraceSpan, self.spans),
-        ]
-        return [(model.__table__, [_values(r) for r in rows]) for model, rows in tables if rows]
+    def event_rows(self) -> list[dict[str, Any]]:
+        """The ``trace_events`` rows' values, in stream order."""
+        return [_values(r) for r in self.rows]
+
+    def span_rows(self) -> list[dict[str, Any]]:
+        """The ``trace_spans`` rows' values, in start order."""
+        return [_values(r) for r in self.spans]
 
     @property
     def text(self) -> str:
