@@ -135,6 +135,27 @@ async def test_llm_layer_valid_json(
 
 
 @pytest.mark.parametrize(
+    ("message", "intent"),
+    [
+        ("二面可以改時間嗎", "career"),  # a job interview's time slot: the booking vetoes bind the LLM
+        ("面試一直卡在二面，想不出哪裡有問題。請問一對一諮詢要怎麼報名？", "booking"),  # the request is last
+    ],
+)
+async def test_the_booking_vetoes_bind_the_llm_answer(
+    message: str,
+    intent: str,
+    fake_llm: FakeLLM,
+    provider: OpenAIProvider,
+    make_router: Callable[..., CascadeRouter],
+) -> None:
+    fake_llm.script(text('"booking"'))
+    router = make_router(provider, always_ask(load_thresholds()))
+    decision = await router.route(message)
+    assert (decision.intent, decision.layer, decision.llm_intent) == (intent, "llm", "booking")
+    assert any("about something else" in r for r in decision.reasons) == (intent == "career")
+
+
+@pytest.mark.parametrize(
     ("reply", "code"),
     [
         (text("I think this is a resume request."), "llm_invalid_json"),

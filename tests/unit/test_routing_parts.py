@@ -105,6 +105,20 @@ def test_parse_verdict_accepts_the_schema(answer: str) -> None:
     assert parse_verdict(answer).intent == "resume"
 
 
+def test_the_llm_request_is_free_text_and_a_quoted_label_is_an_answer() -> None:
+    """No JSON schema on the request (the embedded model's grammar would cost more than the label, see
+    docs/routing.md, "Layer 3"); a label in JSON quotes, what a schema-bound server writes, is accepted."""
+    from careerwise.routing.llm_classifier import LABELS, LLMIntentClassifier
+
+    class Unused:
+        name = "unused"
+
+    request = LLMIntentClassifier(Unused()).request("二面可以改時間嗎")  # type: ignore[arg-type]
+    assert request.json_schema is None and request.max_tokens <= 16
+    assert set(LABELS) == set(INTENTS)
+    assert all(parse_verdict(json.dumps(label)).intent == label for label in LABELS)
+
+
 def test_a_label_answer_has_no_confidence_and_offtopic_is_a_label() -> None:
     assert parse_verdict("resume").confidence is None
     assert parse_verdict("offtopic").intent == "offtopic"

@@ -188,6 +188,8 @@ def test_units_count_han_characters_and_words() -> None:
     assert normalise("ｈｅｌｌｏ！　Summer") == "hello! Summer"
     assert strip_opener("hi! how do I prepare") == "how do I prepare"
     assert strip_opener("hiring managers") == "hiring managers"  # "hi" only as a word
+    assert strip_opener("早安～請問面試遲到要怎麼補救") == "面試遲到要怎麼補救"
+    assert strip_opener("good morning! how do I ask for a raise") == "how do I ask for a raise"
 
 
 # --- what each rule must not match: its words used about something else (issue #25) ------------------
@@ -206,6 +208,7 @@ MUST_NOT_MATCH: dict[str, tuple[str, ...]] = {
         "幫老闆把客戶會議改期，結果被罵",
     ),
     "booking.zh.price": (
+        "公司的一對一輔導費用是公司出嗎",
         "公司的員工諮詢服務費用是公司出嗎",
         "勞資糾紛找律師諮詢費用大概多少",
     ),
@@ -231,6 +234,7 @@ MUST_NOT_MATCH: dict[str, tuple[str, ...]] = {
         "how do I book a conference room for my team's offsite",
     ),
     "booking.en.change": (
+        "can I cancel my interview",
         "can I reschedule my second-round interview without looking bad",
         "how do I cancel my gym membership",
         "I had to reschedule a client appointment twice, will my boss be mad",
@@ -256,10 +260,12 @@ MUST_NOT_MATCH: dict[str, tuple[str, ...]] = {
         "幫我看一下論文摘要的英文有沒有錯",
     ),
     "resume.zh.pasted": (
+        "履歷這樣寫可以嗎",
         "這是履歷常見的錯誤嗎",
         "以下是履歷範本的問題：要用哪一種",
     ),
     "resume.en.review": (
+        "how do I write a good linkedin summary",
         "how do I make my resume stand out",
         "should I send my resume as a PDF or a Word file",
         "the recruiter said they would review my resume this week, how long should I wait",
@@ -273,15 +279,30 @@ MUST_NOT_MATCH: dict[str, tuple[str, ...]] = {
     ),
     "offtopic.zh.request": (
         "面試官叫我講個笑話，要怎麼接",
+        "幫我把這封給主管的信翻成英文",
+        "面試會考 abstract class 嗎",
+        "前端工程師要會 useEffect 嗎",
         "尾牙要上台表演，有推薦的工作場合笑話嗎",
         "我是天氣預報主播，想轉職當公關可以嗎",
         "Python 面試常考 KeyError 嗎",
     ),
     "offtopic.en.request": (
         "my boss asked me to write a poem for the company party, is that part of my job?",
+        "how do I translate my job title on my resume",
+        "will interviewers ask me to center a div",
         "I'm a chef, how do I move from cooking into a food-tech career",
         "what is a ValueError and will interviewers ask about it",
         "I want to work as a weather forecaster, what degree do I need",
+    ),
+    "offtopic.zh.errand": (
+        "HR 幫我預約了面試，要準備什麼",
+        "請病假要先預約門診證明嗎",
+        "公司尾牙要訂餐廳，行政可以報加班嗎",
+    ),
+    "offtopic.en.errand": (
+        "my boss asked me to book a table for the client dinner, is that my job?",
+        "how do I cancel my LinkedIn Premium subscription",
+        "can I reschedule my dentist appointment around my interview",
     ),
     "greet.hello": (
         "你好，我想問怎麼談薪水",
@@ -374,6 +395,100 @@ def test_offtopic_rules_and_the_mixed_intent_order(message: str, rule_id: str) -
     assert rule is not None and rule.id == rule_id
 
 
+@pytest.mark.parametrize(
+    ("message", "rule_id"),
+    [
+        ("can i resheduel", "booking.en.change"),  # a short, typo'd request: only Summer's session
+        ("不好意思，想了解一對一的方式跟費用", "booking.zh.price"),
+        ("my linkedin summary is so boring, can you rewrite it?", "resume.en.review"),
+        ("自傳第一段這樣寫可以嗎：「我從小就喜歡和人相處」", "resume.zh.pasted"),
+    ],
+)
+def test_short_typod_and_profile_requests(message: str, rule_id: str) -> None:
+    rule = match_rules(message)
+    assert rule is not None and rule.id == rule_id
+
+
+@pytest.mark.parametrize(
+    ("message", "rule_id"),
+    [
+        # booking words about a personal errand (the booking rules veto them, issue #25)
+        ("我想預約下週的牙醫", "offtopic.zh.errand"),
+        ("Netflix 會員要怎麼取消", "offtopic.zh.errand"),
+        ("book me a table for four tonight", "offtopic.en.errand"),
+        ("how do I cancel my gym membership", "offtopic.en.errand"),
+        # a translation or a thesis abstract is not the user's job-search document
+        ("幫我看一下論文摘要的英文有沒有錯", "offtopic.zh.request"),
+        ("can you proofread my thesis abstract", "offtopic.en.request"),
+        ("translate this paragraph into Japanese", "offtopic.en.request"),
+        # a question about code itself, not about a job
+        ("how do I center a div with flexbox", "offtopic.en.request"),
+        ("useEffect 一直重跑怎麼辦", "offtopic.zh.request"),
+        ("tell me a bedtime story", "offtopic.en.request"),
+        # the user's own document stays with the resume rules, Summer's sessions with booking
+        ("幫我把自傳翻成英文", "resume.zh.review"),
+        ("取消我的諮詢", "booking.zh.change"),
+        ("can I reschedule my appointment to friday", "booking.en.change"),
+    ],
+)
+def test_errands_and_translations_are_offtopic(message: str, rule_id: str) -> None:
+    rule = match_rules(message)
+    assert rule is not None and rule.id == rule_id
+
+
+@pytest.mark.parametrize(
+    ("message", "veto"),
+    [
+        ("二面可以改時間嗎", "二面"),
+        ("can you cancel my gym membership for me", "membership"),
+        # the request is the last sentence: another sentence that names a session does not lift the veto
+        ("HR 約我明天下午面試。可以改到後天嗎？", "面試"),
+        ("我想約一對一。但 HR 約我明天面試，可以改嗎？", "面試"),
+        # a story about interviews that ends by asking for one of Summer's sessions is not vetoed
+        ("面試一直卡在二面，想不出哪裡有問題。請問一對一諮詢要怎麼報名？", None),
+        ("I keep failing final-round interviews. How do I book a session with you?", None),
+    ],
+)
+def test_a_booking_request_after_a_story_is_not_vetoed(message: str, veto: str | None) -> None:
+    from careerwise.routing.rules import vetoed
+
+    assert vetoed("booking", message) == veto
+
+
+@pytest.mark.parametrize(
+    ("message", "veto"),
+    [
+        ("履歷要寫幾頁才夠", "幾頁"),
+        ("how many pages should a CV have for a PhD", "how many pages"),
+        # a request to work on the user's own document is a resume request, whatever its length
+        ("我的履歷太長了，可以幫我刪短一點嗎", None),
+        ("my resume is two pages, can you help me cut it to one", None),
+        ("review my resume please", None),
+    ],
+)
+def test_a_question_about_a_documents_length_vetoes_a_resume_verdict(message: str, veto: str | None) -> None:
+    from careerwise.routing.rules import vetoed
+
+    found = vetoed("resume", message)
+    assert (found.lower() if found else None) == veto
+
+
+@pytest.mark.parametrize(
+    ("message", "veto"),
+    [
+        ("Should I cancel my LinkedIn Premium subscription now that I have a job?", "linkedin"),
+        ("工作好累，幫我寫首詩", "工作"),
+        ("幫我寫一首關於海的詩", None),
+        ("how do I center a div", None),
+    ],
+)
+def test_a_word_of_work_vetoes_an_offtopic_verdict(message: str, veto: str | None) -> None:
+    from careerwise.routing.rules import vetoed
+
+    found = vetoed("offtopic", message)
+    assert (found.lower() if found else None) == veto
+
+
 # --- tiers: a decision without a listed decision word (issue #25) -----------------------------------
 
 
@@ -391,6 +506,24 @@ def test_offtopic_rules_and_the_mixed_intent_order(message: str, rule_id: str) -
         ("would it be dumb to take a pay cut to switch into tech", "is it better"),
         ("higher pay vs shorter commute for my next job", "A vs B"),
         ("I'm on the fence about the offer from the bank", "a trade-off"),
+        # structural cues: an A-not-A step, the coach asked to choose, a doubted plan, a step named
+        ("新公司 offer 到了 薪水高但要外派 接不接", "接不接"),
+        ("獵頭挖我去對手公司 加薪但降職 能接嗎", "能接嗎"),
+        ("兩個 offer 一間外商一間本土 你會選哪一間", "選哪個"),
+        ("換作是你會選哪個", "選哪個"),
+        ("我要留在現職等年終嗎", "要…嗎"),
+        ("現在辭職去讀研會太衝動嗎", "太…嗎"),
+        ("想辭職去日本打工度假", "想走人"),
+        ("轉行當 PM 好嗎", "…好嗎"),
+        ("去外商或留在本土公司？", "A或B？"),
+        ("兩邊都不錯，我心裡很拉扯", "兩難"),
+        ("遠端但薪水低，進辦公室但多三成，我卡住了", "stuck between"),
+        ("shoud I take the offer", "should I"),
+        ("I can't choose, both teams seem great", "can't pick"),
+        ("two offers on the table, help me think it through", "can't pick"),
+        ("how do I even choose a team", "can't pick"),
+        ("thinking about jumping ship to a competitor", "leaving"),
+        ("what would you do in my shoes", "what would you do"),
     ],
 )
 def test_a_decision_without_a_listed_word_is_complex(message: str, reason: str) -> None:
@@ -404,6 +537,13 @@ def test_a_decision_without_a_listed_word_is_complex(message: str, reason: str) 
         ("老闆很機車 每天都要加班到十點 好想離職喔", "medium"),  # a vent names no step to decide on
         ("I work in sales or marketing, how do I write a good LinkedIn summary", "medium"),
         ("what if I arrive late or so", "simple"),  # "or so" names no option
+        ("找工作找了半年，我有點卡住", "medium"),  # stuck, but nothing weighed against anything
+        ("I'm stuck on my cover letter's first line", "simple"),
+        ("或許我該先學 SQL", "simple"),  # 或許 is "perhaps", not "or"
+        ("面試會太緊張嗎", "simple"),  # a worry, not a doubted plan
+        ("I walked out of the interview early, how do I follow up", "medium"),  # told, not planned
+        ("走不走得了要看主管同不同意", "medium"),  # 走不走得了 asks whether one can
+        ("午安 請問勞保要怎麼轉出", "simple"),  # a greeting in front is not counted
     ],
 )
 def test_an_or_or_a_complaint_alone_is_not_a_decision(message: str, tier: str) -> None:

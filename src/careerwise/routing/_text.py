@@ -11,7 +11,8 @@ WORD = re.compile(r"[A-Za-z0-9]+(?:['’][A-Za-z]+)?")
 
 # Openers that carry no question: a greeting or thanks in front of a question does not make it longer.
 _OPENER = re.compile(
-    r"^(?:(?:hi|hello|hey|yo|嗨+|哈囉|你好|您好|妳好|安安|欸+|誒|那個|thanks|thank you|thx|謝謝|感謝|"
+    r"^(?:(?:hi|hello|hey|yo|good (?:morning|afternoon|evening)|嗨+|哈囉|你好|您好|妳好|安安|早安|午安|欸+|誒|"
+    r"那個|thanks|thank you|thx|謝謝|感謝|"
     r"summer|btw|ok|okay|好的|請問一下|請問|想問一下|想問|我想問一下|我想問|問一下|quick question)"
     r"(?![A-Za-z])[\s,.!~:;，。！～、：；]*)+",
     re.I,

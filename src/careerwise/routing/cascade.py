@@ -414,9 +414,20 @@ class CascadeRouter:
                 fallback=result.code,
                 **layer2,
             )
+        # The vetoes bind the LLM too: its booking answer on a message about a job interview, someone
+        # else's appointment or a membership, or its off-topic answer on a message with a word of work,
+        # is career (the default when unsure), as layer 2 is not sure there either (a small model reads
+        # "book" and "cancel" as booking)
+        llm_veto = vetoed(result.intent, message)
+        intent = "career" if llm_veto is not None else result.intent
+        overruled = (
+            [f"«{llm_veto}» says the {result.intent} words are about something else: career"]
+            if llm_veto is not None
+            else []
+        )
         return self._finish(
             message,
-            intent=result.intent,
+            intent=intent,
             layer="llm",
             reasons=[
                 *summary,
@@ -424,6 +435,7 @@ class CascadeRouter:
                 f"LLM: {result.intent} ("
                 + (f"confidence {result.confidence:.2f}, " if result.confidence is not None else "a label, ")
                 + f"{result.duration_ms:.0f} ms)",
+                *overruled,
             ],
             llm_intent=result.intent,
             llm_confidence=result.confidence,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -93,6 +94,7 @@ class RoutingReport:
     layer_correct: Counter[str] = field(default_factory=Counter)
     confusion: Counter[tuple[str, str]] = field(default_factory=Counter)
     errors: list[dict[str, Any]] = field(default_factory=list)
+    llm_ms: list[float] = field(default_factory=list)  # each layer-3 call's time, in routing order
 
     @property
     def intent_accuracy(self) -> float:
@@ -153,6 +155,9 @@ class RoutingReport:
                 if self.layers[layer]
             },
             "confusion": {g: {p: self.confusion[(g, p)] for p in INTENTS} for g in INTENTS},
+            "llm_calls": len(self.llm_ms),
+            "llm_p50_ms": _percentile(self.llm_ms, 50),
+            "llm_p90_ms": _percentile(self.llm_ms, 90),
             "errors": self.errors,
         }
 
@@ -172,6 +177,11 @@ class RoutingReport:
                     if acc is not None
                     else f"  {layer}"
                 )
+        if self.llm_ms:
+            lines.append(
+                f"  LLM layer        {len(self.llm_ms)} calls, p50 {_percentile(self.llm_ms, 50):.0f} ms, "
+                f"p90 {_percentile(self.llm_ms, 90):.0f} ms"
+            )
         lines.append("  confusion (rows gold, columns routed)")
         lines.append("  " + " " * 10 + "".join(f"{p:>10}" for p in INTENTS))
         for g in INTENTS:
@@ -181,6 +191,14 @@ class RoutingReport:
 
 def _round(x: float | None) -> float | None:
     return round(x, 4) if x is not None else None
+
+
+def _percentile(values: Sequence[float], q: int) -> float | None:
+    """The ``q``-th percentile (nearest rank), None without values."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    return round(ordered[max(0, math.ceil(q / 100 * len(ordered)) - 1)], 1)
 
 
 def embed_messages(
@@ -207,12 +225,15 @@ async def evaluate(
     same messages skip the embedding) and score the decisions."""
     chosen = [i for i, m in enumerate(messages) if split == "all" or m.split == split]
     items = [messages[i] for i in chosen]
+    calls_before = router.llm.calls if router.llm is not None else 0
     decisions = await router.route_many(
         [m.message for m in items], vectors=vectors[chosen] if vectors is not None else None
     )
     report = RoutingReport(split=split)
     for item, decision in zip(items, decisions, strict=True):
         report.add(item, decision)
+    if router.llm is not None and router.llm.calls > calls_before:
+        report.llm_ms = list(router.llm.durations_ms)[-(router.llm.calls - calls_before) :]
     return report
 
 

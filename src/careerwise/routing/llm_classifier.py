@@ -1,7 +1,8 @@
 """Layer 3: the LLM as a classifier, for the messages the cheaper layers are not sure about.
 
-The model must answer with exactly one JSON object ``{"intent": ..., "confidence": ...}`` (a ```json
-fence around it is tolerated, nothing else is). Anything else, a provider error or a timeout is a
+The model must answer with one label (``career``, quotes tolerated), or, in the older form, exactly one
+JSON object ``{"intent": ..., "confidence": ...}`` (a ```json fence around it is tolerated, nothing else
+is). Anything else, a provider error or a timeout is a
 ``Failure`` with a stable code; the cascade turns it into the career fallback, recorded on the
 decision. The user never sees an error from routing.
 """
@@ -13,6 +14,7 @@ import contextlib
 import logging
 import re
 import time
+from collections import deque
 from dataclasses import dataclass
 from typing import Literal
 
@@ -91,6 +93,9 @@ class LLMIntentClassifier:
         self.provider = provider
         self.timeout = timeout
         self.max_tokens = max_tokens
+        # every call's time (answer, failure or timeout), the latest 1 000: the evaluation's latency figures
+        self.calls = 0
+        self.durations_ms: deque[float] = deque(maxlen=1000)
 
     def request(self, message: str) -> CompletionRequest:
         text = message if len(message) <= PROMPT_CHARS else message[:PROMPT_CHARS] + " …"
@@ -100,6 +105,8 @@ class LLMIntentClassifier:
             temperature=0.0,
             tool_choice="none",
             metadata={"purpose": "route"},
+            # no json_schema: the embedded model's grammar costs more than the label's few tokens and
+            # holds only an answer that opens with "{" (docs/routing.md, "Layer 3")
         )
 
     async def _collect(self, request: CompletionRequest) -> str:
@@ -111,6 +118,12 @@ class LLMIntentClassifier:
         return "".join(parts)
 
     async def classify(self, message: str) -> Verdict | Failure:
+        result = await self._classify(message)
+        self.calls += 1
+        self.durations_ms.append(result.duration_ms)
+        return result
+
+    async def _classify(self, message: str) -> Verdict | Failure:
         started = time.perf_counter()
 
         def ms() -> float:

@@ -63,12 +63,12 @@ _BYE = (
     r"掰掰|掰|拜拜|bye+|bye ?bye|goodbye|再見|881|下次見|先這樣|see (?:you|ya)|later|good ?night|gn|晚安|"
     r"have a (?:nice|good|great) (?:day|night|weekend)"
 )
-_ACK = r"ok(?:ay)?|k|好的|好喔|好哦|好|收到|了解|瞭解|知道了|懂了|明白了?|讚|cool|nice|great|got it|noted|sure|哈+|(?:ha)+|lol"
+_ACK = r"ok(?:ay)?|k|好的|好喔|好哦|好der|好滴|好唷|好|收到|了解|瞭解|知道了|懂了|明白了?|讚|cool|nice|great|got it|noted|sure|哈+|(?:ha)+|lol"
 _ABOUT = (
     r"(?:你|妳)(?:是誰|哪位|叫什麼名字?|是(?:ai|機器人|真人|chatgpt|gpt)嗎?|(?:能|可以|會)(?:幫我)?(?:做)?(?:什麼|啥|哪些事))|"
     r"who are (?:you|u)|what are you|what can (?:you|u) do|what do you do|are (?:you|u) (?:a )?(?:bot|robot|human|real|ai|chatgpt)|"
     # who built Summer, and personal questions to her (languages, likes): still small talk
-    r"who (?:made|built|created|developed|trained|designed) (?:you|u|this(?: bot| chatbot| thing)?)|"
+    r"who (?:made|built|created|developed|trained|designed) (?:you|u|this(?: bot| chatbot| thing| app)?)|"
     r"(?:你|妳)們?是(?:哪家|哪間|哪個|什麼|誰)(?:公司|團隊|單位|人)?(?:做|開發|寫|設計|訓練)(?:出來)?的|"
     r"(?:誰|哪家公司|哪間公司)(?:做|開發|寫|設計)(?:了|出)?(?:你|妳)|"
     r"(?:你|妳)(?:會|懂|能)(?:說|講|聽)?(?:台語|臺語|英文|英語|日文|日語|中文|客語|客家話|韓文|粵語|廣東話)嗎?|"
@@ -87,7 +87,8 @@ def _smalltalk(first: str) -> re.Pattern[str]:
 # --- documents and request verbs --------------------------------------------------------------------
 
 _DOC_ZH = r"履歷|履力|履厲|簡歷|cv|resume|自傳|自我推薦信|自薦信|求職信|cover ?letter"
-_DOC_EN = r"resume|résumé|resme|resum|cv|cover letter"
+# a job-site profile counts as the user's document («rewrite my linkedin summary»)
+_DOC_EN = r"resume|résumé|resme|resum|cv|cover letter|linkedin (?:summary|profile|headline|about)"
 
 # --- words used about something else: vetoes for the booking rules --------------------------------------
 
@@ -111,13 +112,20 @@ _OTHERS_EN = (
     r"|\b(?:meeting|conference) rooms?\b|\b(?:dentist|doctor|haircut|salon|restaurant)\b|\bskip[- ]level\b"
 )
 
+# a question about code itself (a layout, a framework's hook, a language construct), not about a job
+_CODE = (
+    r"\bcenter (?:a|the) div\b|\b(?:css|html) (?:grid|flexbox|selector)s?\b|\buse(?:effect|state|memo)\b"
+    r"|\bre-?render(?:s|ing)?\b|\babstract class\b|\bgit (?:rebase|merge|stash|cherry-pick)\b|\bsegfault\b"
+    r"|\bnull ?pointer\b|\bundefined is not\b"
+)
+
 # any word of work or careers vetoes the off-topic rules: a career question wins over what else it asks
 _CAREER_WORDS = (
     r"工作|職|面試|履歷|簡歷|自傳|薪|老闆|主管|同事|公司|轉行|求職|應徵|上班|下班|加班|升遷|產業|行業|實習|"
-    r"諮詢|工程師|年資|資遣|裁員|勞基法|"
+    r"諮詢|工程師|年資|資遣|裁員|勞基法|請假|病假|特休|事假|產假|育嬰假|"
     r"\b(?:jobs?|careers?|interview(?:s|ers?)?|resumes?|cv|salary|salaries|pay|boss|manager|coworkers?|colleagues?|"
     r"company|work|working|hire|hired|hiring|promotion|linkedin|recruiters?|offers?|quit|layoffs?|laid off|"
-    r"employer|office|team|engineer|developer|coaching|session|consultation)\b"
+    r"employer|office|team|engineer|developer|coaching|session|consultation|sick leave|pto|day off)\b"
 )
 
 RULES: tuple[Rule, ...] = (
@@ -138,9 +146,12 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "booking.zh.change",
         "booking",
-        _r(r"取消(?:我的)?(?:預約|諮詢)|改期|改時間|換時段|(?:諮詢|預約).{0,8}(?:延後|改期|改時間|取消)"),
+        # 取銷: the usual typo of 取消
+        _r(
+            r"取[消銷][^，,。?？]{0,6}(?:預約|諮詢)|改期|改時間|換時段|(?:諮詢|預約).{0,8}(?:延後|改期|改時間|取[消銷])"
+        ),
         "changes or cancels a booking",
-        ("取消我的諮詢", "可以改期嗎", "明天的諮詢可以延後嗎"),
+        ("取消我的諮詢", "可以改期嗎", "明天的諮詢可以延後嗎", "明天的諮詢想取銷"),
         # a job interview's date (面試, 二面, 複試 …), a membership or a subscription is not a session
         exclude=_r(rf"{_INTERVIEW_ZH}|{_OTHERS_BOOKING_ZH}|會員|訂閱|健身房"),
     ),
@@ -149,6 +160,8 @@ RULES: tuple[Rule, ...] = (
         "booking",
         _r(
             r"(?:諮詢|一對一|1對1|面談|服務)(?:的)?(?:費用|收費|價格|價錢|多少錢|怎麼收費|怎麼算)"
+            # 「一對一的方式跟費用」: the session's terms named together
+            r"|(?:一對一|1對1)[^，,。?？]{1,6}(?:費用|收費|價格|價錢|多少錢)"
             r"|(?:費用|收費|價格|價錢).{0,4}(?:諮詢|一對一)"
         ),
         "asks what a consultation costs",
@@ -228,11 +241,14 @@ RULES: tuple[Rule, ...] = (
         "booking.en.change",
         "booking",
         _r(
-            r"\b(?:reschedule|re-schedule|cancel|move|postpone)\b.{0,25}\b(?:booking|appointment|session|"
-            r"consultation|slot)s?\b|\b(?:booked|reserved) (?:a|my) (?:slot|session)\b"
+            # with the usual typos of reschedule («reshedule», «resceduel») and cancel («cancle»)
+            r"\b(?:re-?s[ck]?h?ed[a-z]{0,5}|cancel|cancle|move|postpone)\b.{0,25}\b(?:booking|appointment|"
+            r"sess?ion|consultation|slot)s?\b|\b(?:booked|reserved) (?:a|my) (?:slot|session)\b"
+            # the whole message: «can I reschedule?» can only be about the session with Summer
+            r"|^(?:hi |hey |sorry,? )?(?:can|could|may) (?:i|we) (?:re-?s[ck]?h?ed[a-z]{0,5}|cancel)\W*$"
         ),
         "changes or cancels a booking",
-        ("can I reschedule my appointment to friday", "cancel my booking please"),
+        ("can I reschedule my appointment to friday", "cancel my booking please", "pls reshedule my session"),
         exclude=_r(
             rf"{_OTHERS_EN}|\b(?:membership|subscription|gym|flight|hotel|restaurant|table)\b"
             r"|\b(?:boss|manager|supervisor|clients?|customers?|coworkers?|colleagues?|team lead|hr|recruiter)\b"
@@ -329,9 +345,18 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "resume.zh.pasted",
         "resume",
-        _r(rf"(?:以下是|這是|附上|貼上|這份是)(?:我的)?(?:{_DOC_ZH})|(?:{_DOC_ZH})\s*(?:如下|:)"),
+        _r(
+            rf"(?:以下是|這是|附上|貼上|這份是)(?:我的)?(?:{_DOC_ZH})|(?:{_DOC_ZH})\s*(?:如下|:)"
+            # 「自傳開頭這樣寫可以嗎：「…」」: a passage of it, pasted after asking about it
+            rf"|(?:{_DOC_ZH})[^。:]{{0,8}}這樣(?:寫|改)[^。:]{{0,6}}:\s*\S"
+        ),
         "introduces a pasted resume or 自傳",
-        ("這是我的履歷，請給我意見", "以下是我的履歷：\n【學歷】政治大學", "我的自傳：我是一個積極的人"),
+        (
+            "這是我的履歷，請給我意見",
+            "以下是我的履歷：\n【學歷】政治大學",
+            "我的自傳：我是一個積極的人",
+            "履歷的技能欄這樣寫好嗎：熟悉 Python、SQL",
+        ),
         # 「這是履歷常見的錯誤嗎」 asks about resumes in general
         exclude=_r(rf"(?:{_DOC_ZH})(?:上|裡)?(?:常見|最常|通病|範本|格式)"),
     ),
@@ -402,7 +427,11 @@ RULES: tuple[Rule, ...] = (
             r"|(?:發燒|感冒|喉嚨痛|拉肚子)[^。]{0,10}(?:怎麼辦|吃什麼|要不要|嗎|掛)"
             r"|數學題|方程式|微積分|國小[一二三四五六]?年級"
             r"|(?=.*[\u3400-\u9fff])[a-z]+(?:error|exception)\b"  # a programming error, asked in Chinese
+            rf"|(?=.*[\u3400-\u9fff])(?:{_CODE})"  # a question about code, asked in Chinese
+            r"|(?:晚餐|午餐|早餐|宵夜)(?:要)?(?:煮|吃)什麼"
             r"|推薦(?:幾|一)?(?:部|本|齣|款|個)?[^，,。]{0,8}(?:電影|影集|台劇|韓劇|日劇|動畫|動漫|漫畫|小說|遊戲)"
+            # a translation or a thesis (a document of the user's job search is the resume rules' before)
+            r"|翻(?:譯)?成(?:英文|中文|日文|韓文)|論文摘要|\d[\d,.]*\s?%\s?(?:是多少|等於多少)"
         ),
         "a request outside careers: writing poems or stories, jokes, the weather, recipes, sports, "
         "exchange rates, pets, health, homework, a programming error",
@@ -423,7 +452,8 @@ RULES: tuple[Rule, ...] = (
         "offtopic",
         _r(
             r"\b(?:write|compose) (?:me )?(?:a|an|some) (?:\w+ )?(?:poem|haiku|song|lyrics|story|limerick|joke|"
-            r"bedtime story|love letter)\b|\btell me (?:a|another|some) (?:\w+ )?jokes?\b"
+            r"bedtime story|love letter)\b|\btell me (?:a|another|some) (?:\w+ )?(?:jokes?|stor(?:y|ies))\b"
+            rf"|{_CODE}"
             r"|\b(?:weather|forecast)\b|\bwill it (?:rain|snow)\b"
             r"|\brecipes?\b|\bhow (?:long|do i|to) (?:boil|bake|cook|roast|grill)\b"
             r"|\bwho won\b|\bscore (?:of|in) (?:the|last)\b|\bsuper bowl\b|\bworld cup\b"
@@ -434,6 +464,7 @@ RULES: tuple[Rule, ...] = (
             r"|\bwho (?:painted|wrote|sang|invented|discovered)\b|\bcapital (?:city )?of\b"
             r"|\bsummari[sz]e the (?:plot|movie|book|novel|film)\b|\bplot of\b"
             r"|\bget (?:\w+ ){1,3}out of (?:my |a |the )?(?:\w+ )?(?:shirt|carpet|couch|jeans|sofa)\b"
+            r"|\bwhat(?:'s| is) \d[\d,.]*\s?(?:%|percent) of\b|\btranslate\b|\b(?:thesis|dissertation) abstract\b|\babstract for (?:the|a|my) (?:conference|journal)\b"
         ),
         "a request outside careers: poems, stories, jokes, the weather, recipes, sports, exchange rates, "
         "pets, homework, a programming error",
@@ -446,6 +477,36 @@ RULES: tuple[Rule, ...] = (
             "my cat keeps throwing up",
             "what does IndexError mean in python",
         ),
+        exclude=_r(_CAREER_WORDS),
+    ),
+    # booking words about a personal errand: someone's table, a doctor, a haircut, a streaming membership.
+    # The booking rules veto these words; without a word of work they are a request outside careers.
+    Rule(
+        "offtopic.zh.errand",
+        "offtopic",
+        _r(
+            r"(?:預約|預訂|訂|取消|退訂|改期|改時間|掛)[^，,。?？]{0,10}"
+            r"(?:牙醫|門診|醫生|看診|掛號|餐廳|位子|訂位|剪髮|剪頭髮|美髮|美甲|按摩|健身房|機票|飯店|民宿|高鐵|火車票|電影票)"
+            r"|(?:netflix|youtube|spotify|disney|apple music|kkbox|line music)[^，,。]{0,12}(?:會員|訂閱|premium)"
+            r"|(?:會員|訂閱)[^，,。]{0,6}(?:取消|退訂|退費|續約)|(?:取消|退訂)[^，,。]{0,6}(?:會員|訂閱)"
+        ),
+        "books or cancels something that is not a session with Summer: a table, a doctor, a haircut, a "
+        "ticket, a streaming or gym membership",
+        ("幫我訂週五晚上的餐廳", "我想預約下週的牙醫", "Netflix 會員要怎麼取消"),
+        exclude=_r(_CAREER_WORDS),
+    ),
+    Rule(
+        "offtopic.en.errand",
+        "offtopic",
+        _r(
+            r"\b(?:book|reserve|cancel|reschedule)\b[^.?!]{0,30}"
+            r"\b(?:table|dentist|doctor'?s?|haircut|salon|restaurant|flight|hotel|massage|vet|"
+            r"netflix|spotify|disney\+?|hulu|youtube premium|gym)\b"
+            r"|\b(?:netflix|spotify|hulu|disney\+?|youtube|gym|streaming)\b[^.?!]{0,20}\b(?:membership|subscription|premium)\b"
+            r"|\b(?:cancel|end|stop)\b[^.?!]{0,10}\b(?:membership|subscription)\b"
+        ),
+        "the same in English",
+        ("book me a table for four tonight", "how do I cancel my spotify subscription"),
         exclude=_r(_CAREER_WORDS),
     ),
     # greeting: only a message that is nothing but small talk
@@ -509,16 +570,53 @@ _BOOKING_VETO = _r(
 )
 
 _MOCK_INTERVIEW = _r(r"模擬面試|\bmock interviews?\b")
+# the request names one of Summer's own sessions: 一對一諮詢, "a session with you"
+_SUMMERS_SESSION = _r(
+    r"一對一|1對1|(?:跟|和|找)(?:妳|你|summer)(?:約|諮詢|談)|(?:預約|報名|約)(?:一下|一次)?(?:職涯)?諮詢"
+    r"|\b(?:session|call|consultation|coaching)s? with (?:you|u|summer)\b|\b(?:your|a coaching) (?:session|consultation)s?\b"
+)
+# a general question about a document's length (「履歷要寫幾頁？」, "is a two-page resume too long"): career,
+# unless the message asks for something to be done to the user's own document (「可以幫我精簡嗎」)
+_DOC_LENGTH = _r(
+    r"幾頁|幾個字|多少字|寫多長|\bhow long should\b|\bhow many (?:pages|words)\b|\b(?:one|two|1|2)[- ]pages?\b"
+    r"|\btoo long\b"
+)
+_DOC_REQUEST = _r(
+    r"幫|替我|請你|可以.{0,4}(?:看|改|刪|精簡|縮)|以下是|附上|\b(?:help|review|check|look at|look over|fix|"
+    r"rewrite|shorten|cut|trim|edit|proofread|here'?s my|attached)\b"
+)
+_CLAUSE_END = re.compile(r"[。！？!?\n，,；;]+|\.(?:\s|$)")
+_CAREER = _r(_CAREER_WORDS)
 
 
 def vetoed(intent: str, message: str) -> str | None:
-    """Why layer 2 must not be sure of ``intent`` for ``message`` (the words the booking rules veto),
-    or None."""
+    """Why a model (layer 2, or the LLM) must not be taken at its word for ``intent`` on ``message``,
+    or None: the words the booking rules veto for booking, a word of work or careers for off-topic (the
+    off-topic rules' veto: a career question wins over whatever else it asks), a question about a
+    document's length without a request to work on the user's own for resume (「履歷要寫幾頁？」 is
+    career).
+
+    A booking stays un-vetoed for a mock interview (one of Summer's sessions) and for a message whose
+    last clause, where a long message states its request, asks for one of Summer's sessions without a
+    veto word of its own: a story about failed interviews that ends «請問一對一諮詢要怎麼報名？» is a
+    booking, «HR 約我明天面試，可以改到後天嗎？» is not."""
     text = normalise(message)
+    if intent == "offtopic":
+        found = _CAREER.search(text)
+        return found.group(0) if found else None
+    if intent == "resume":
+        found = _DOC_LENGTH.search(text)
+        return found.group(0) if found and not _DOC_REQUEST.search(text) else None
     if intent != "booking" or _MOCK_INTERVIEW.search(text):
         return None  # a mock interview is one of Summer's sessions, whatever else the message says
     found = _BOOKING_VETO.search(text)
-    return found.group(0) if found else None
+    if found is None:
+        return None
+    clauses = [part for part in _CLAUSE_END.split(text) if part.strip()]
+    last = clauses[-1] if clauses else text
+    if len(clauses) > 1 and _SUMMERS_SESSION.search(last) and not _BOOKING_VETO.search(last):
+        return None
+    return found.group(0)
 
 
 def match_rules(message: str) -> Rule | None:

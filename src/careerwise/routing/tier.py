@@ -22,6 +22,9 @@ Tier = Literal["simple", "medium", "complex"]
 SIMPLE_MAX_UNITS = 10
 
 _H = r"[\u3400-\u9fff]"
+# verbs of a step one takes or not (an offer, a job, a school): the objects of a decision
+_STEP_CHAR = "[接去走留換辭跳轉簽讀念拿回等]"
+_STEP = r"留|走|離職|辭|接|去|換|轉|跳|等|回|讀|念|答應|放棄|簽|繼續|考"
 
 # (label, pattern): the label is what the reason shows
 _DECISION_ZH: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
@@ -38,15 +41,45 @@ _DECISION_ZH: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("應該…嗎", r"應該.{0,12}嗎|是不是(?:應)?該"),
         ("適合…嗎", r"適不適合|適合.{0,10}嗎"),
         ("要…嗎", r"(?:^|[,.!?;\s，。])要(?:先)?[^\s,.!?;，。什怎哪多幾]{1,6}嗎"),
+        # 「我要留下來等升遷嗎」, 「要先去考 GCP 的證照嗎」: the same question about a step, after 我 or
+        # with a Latin word inside; only with a verb of a step one takes or not
+        ("要…嗎", rf"(?:^|[,.!?;\s，。]|我)要(?:先)?(?:{_STEP})[^,.!?;，。什怎哪多幾]{{0,12}}嗎"),
+        # an A-not-A choice about a step: 接不接, 去不去, 留不留 (not 走不走得了: that asks if one can)
+        ("接不接", rf"({_STEP_CHAR})不\1(?![得到了])|答不答應"),
+        ("能接嗎", r"(?:能|可以|該)(?:接|答應|簽)(?:下來|下|受)?嗎"),
+        # which of the named options the coach would take: 你會去哪一間, 選哪一家
+        ("選哪個", r"(?:去|選|挑|接|進)哪一?(?:間|家|個|份|邊)"),
+        # a plan the writer doubts: 現在走會太衝動嗎, 28 歲是不是太晚
+        ("太…嗎", r"(?:會不會|會|是不是|算不算|算|現在|這樣)太(?:衝動|冒險|草率|天真|任性|貪心|傻)"),
+        # leaving with a step named (「想離職去澳洲打工度假」), or weighed (考慮離職); 「好想離職喔」 names none
+        # the coach asked to choose in the writer's place: 換作是你會選哪個, 如果是妳會接嗎
+        (
+            "換作是你",
+            r"(?:換作|換成|如果|要是)是?(?:你|妳)(?:的話)?[,，]?(?:會)?(?:選|去|接|留|走|怎麼選|怎麼做)",
+        ),
+        # a step and a doubt about it: 離職去讀研好嗎, 轉行當 PM 可以嗎
+        (
+            "…好嗎",
+            r"(?:離職|辭職|轉職|跳槽|轉行|回鍋|讀研|出國)[^，。,？?]{0,10}(?:好嗎|好不好|可以嗎|ok嗎|對嗎)",
+        ),
+        (
+            "想走人",
+            r"(?:想|要|打算|準備)(?:要)?(?:離職|辭職|辭掉工作)(?:去|跑去|轉|改|回|出國|讀|念)|(?:考慮|在想要不要)(?:離職|辭職|跳槽)",
+        ),
         # a decision without a decision word: slang about leaving (a vent such as 「好想離職喔」 is not
         # one: it names no step), a choice the writer is stuck on, a plan they doubt
-        ("想走人", r"不想幹|不幹了|(?:想|要|準備)?閃人|裸辭|想走人|落跑"),
-        ("兩難", r"猶豫|掙扎|兩難|糾結|拿不定|難以抉擇|難抉擇|取捨|不知道(?:該)?(?:怎麼)?(?:選|決定)"),
+        ("想走人", r"不想幹|不幹了|(?:想|要|準備)?閃人|裸辭|想走人|落跑|跑路"),
+        (
+            "兩難",
+            r"猶豫|掙扎|兩難|糾結|拿不定|難以抉擇|難抉擇|取捨|不知道(?:該)?(?:怎麼)?(?:選|決定)"
+            r"|拉扯|天人交戰|舉棋不定|左右為難",
+        ),
     )
 )
 
 _WH = re.compile(r"\b(?:what|how|when|where|who|why)\b", re.I)
-_SHOULD = re.compile(r"\b(?:should|shall) (?:i|we)\b", re.I)
+# with the usual typos: "shoud I", "shuold I"
+_SHOULD = re.compile(r"\b(?:should|shoud|shuold|sould|shold|shud|shall) (?:i|we)\b", re.I)
 _DECISION_EN: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     (label, re.compile(p, re.I))
     for label, p in (
@@ -70,17 +103,44 @@ _DECISION_EN: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
             r"\bon the fence\b|\bdilemma\b|\btrade-?offs?\b|\bcan'?t decide\b|\bcannot decide\b"
             r"|\bundecided\b|\bsecond thoughts\b|\bweighing (?:up )?(?:an? |the |two |my )?(?:offers?|options?)\b",
         ),
-        ("torn between", r"\b(?:torn|deciding|choose|choosing|decide|pick) between\b"),
+        (
+            "torn between",
+            r"\b(?:torn|deciding|choose|choosing|decide|pick) between\b|\bi'?m (?:so |really )?torn\b",
+        ),
+        (
+            "can't pick",
+            r"\bcan'?t (?:pick|choose)\b|\bcannot (?:pick|choose)\b|\bthink (?:this|it) (?:through|over)\b"
+            r"|\bhelp me (?:decide|choose|pick)\b|\bhow (?:do|should|would|can) (?:i|we) (?:even )?(?:decide|choose|pick)\b",
+        ),
+        (
+            "what would you do",
+            r"\bwhat would you (?:do|pick|choose)\b|\bif you were me\b|\bin my shoes\b|\bpull the trigger\b"
+            r"|\btake the (?:leap|plunge|jump)\b|\bworth the risk\b"
+            r"|\b(?:a |the )?(?:good|bad|right|wrong|smart|dumb) (?:move|call)\b",
+        ),
+        # slang about leaving, as a plan: "thinking of dipping from my job", "thinking about walking out"
+        (
+            "leaving",
+            r"\b(?:thinking|think|considering|tempted|planning|gonna|wanna)(?: (?:of|about|to))? (?:quit(?:ting)?|"
+            r"leav(?:e|ing)|dip(?:ping)?|walk(?:ing)? out|jump(?:ing)? ship|bounc(?:e|ing)|resign(?:ing)?|"
+            r"call(?:ing)? it quits|peac(?:e|ing) out)\b",
+        ),
         ("do I take", r"\bdo (?:i|we) (?:take|accept|stay|leave|quit|go)\b"),
         ("A vs B", r"\b(?:vs\.?|versus)\s"),
     )
 )
+# stuck, when the message weighs one thing against another (「…很自由但薪水低，另一家…，我有點卡住」; "offered
+# me team lead but I love coding, kinda stuck"); stuck alone («找工作找到卡住») is not a choice
+_STUCK = re.compile(r"卡住|卡關|\bstuck\b", re.I)
+_CONTRAST = re.compile(r"但|可是|不過|卻|\bbut\b|\bwhile\b|\bthough\b", re.I)
 _OR_QUESTION = re.compile(r"\bor\b", re.I)
+_OR_ZH = re.compile(r"(?<![或者])或(?:是|者)?(?![許多少])\S")
 # an "or" that names no second option
 _OR_FILLER = re.compile(r"\bor (?:so|something|more|less|anything|whatever|two|three|a few)\b", re.I)
 _OPTIONS_MAX_UNITS = 14
 
-_CLAUSE_SPLIT = re.compile(r"[。!?；;,，\n]|(?<=[a-z0-9)])\.(?:\s|$)", re.I)
+# a comma between digits («2,400») is a thousands separator, not a clause break
+_CLAUSE_SPLIT = re.compile(r"[。!?；;，\n]|(?<!\d),|,(?!\d)|(?<=[a-z0-9)])\.(?:\s|$)", re.I)
 _ZH_MARKER = re.compile(
     r"怎麼|怎樣|如何|什麼|啥|哪|(?<![了好這那])幾|多少|多久|多長|為什麼|嗎|呢|是不是|有沒有|會不會|能不能|可不可以|要不要|該不該"
 )
@@ -136,6 +196,8 @@ def _decision(text: str, clauses: list[tuple[str, str]]) -> str | None:
     for label, pattern in _DECISION_EN:
         if pattern.search(text):
             return label
+    if _STUCK.search(text) and _CONTRAST.search(text):
+        return "stuck between"
     for clause, end in clauses:
         # "should I …" is a decision; "what should I …" / "how much notice should I …" is not
         for m in _SHOULD.finditer(clause):
@@ -143,6 +205,9 @@ def _decision(text: str, clauses: list[tuple[str, str]]) -> str | None:
                 return "should I"
         # "frontend or backend?": an "or" inside a question, or a short English message that names two
         # options ("Google or a startup for my first job")
+        # 「去外商或留在本土公司？」: 或 between two options, inside a question (not 或許, 或多或少)
+        if HAN.search(clause) and _OR_ZH.search(clause) and _is_question(clause, end):
+            return "A或B？"
         names_options = (
             not HAN.search(clause)
             and _OR_QUESTION.search(clause) is not None
