@@ -12,7 +12,7 @@ from typing import Any
 
 from careerwise.errors import LLMError
 from careerwise.events import ProgressEvent, ReportEvent
-from careerwise.llm.grammar import call_or_text
+from careerwise.llm.grammar import TEXT_ONLY, call_or_text
 from careerwise.llm.openai_provider import OpenAIProvider, StreamCutError
 from careerwise.llm.profile import ProviderProfile, profile_of
 from careerwise.llm.types import ChatMessage, CompletionRequest, ToolSpec
@@ -69,8 +69,8 @@ TOOLS_REQUEST = CompletionRequest(
 
 async def test_a_llama_cpp_server_gets_the_call_or_text_grammar_with_tools_offered(fake_llm: FakeLLM) -> None:
     """A llama.cpp server's model writes its calls as text: a request offering tools with tool_choice
-    auto carries the grammar that keeps both branches open; one without tools, or with tool_choice none,
-    does not, and the concurrency stays as declared."""
+    auto carries the grammar that keeps both branches open, one with tool_choice none a text-only one,
+    one without tools none; the concurrency stays as declared."""
     fake_llm.owned_by = "me"  # llama-cpp-python's server
     p = provider(fake_llm, profile=ProviderProfile(concurrency=3), detect_grammar=True)
     try:
@@ -78,8 +78,8 @@ async def test_a_llama_cpp_server_gets_the_call_or_text_grammar_with_tools_offer
         [c async for c in p.stream(REQUEST)]
         [c async for c in p.stream(replace(TOOLS_REQUEST, tool_choice="none"))]
         with_tools, plain, none = fake_llm.requests
-        assert with_tools["grammar"] == call_or_text(["searchKnowledge"])
-        assert "grammar" not in plain and "grammar" not in none
+        assert with_tools["grammar"] == call_or_text(["searchKnowledge"], tagged=True)
+        assert "grammar" not in plain and none["grammar"] == TEXT_ONLY
         assert p.profile.tool_calling == "constrained" and p.profile.concurrency == 3
     finally:
         await p.aclose()

@@ -32,14 +32,24 @@ def _literal(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
 
 
-def call_or_text(tool_names: Sequence[str]) -> str:
-    """The grammar for a first output that may call one of ``tool_names`` or answer in text."""
+TEXT_ONLY = "root ::= [^{<`\\x00-\\x20] [^\\x00]*\n"
+"""The grammar for an answer that must be text: the round after the tools ran (``tool_choice`` none),
+where a model shown its chat template's tool instructions would otherwise write another call."""
+
+
+def call_or_text(tool_names: Sequence[str], *, tagged: bool = False) -> str:
+    """The grammar for a first output that may call one of ``tool_names`` or answer in text.
+
+    ``tagged``: the call may also come in ``<tool_call>`` tags, as a model prompted with its own chat
+    template's tool instructions writes it (a llama.cpp server renders the GGUF's template); without
+    that branch such a model, kept from its tag, answers in text whether it wanted to call or not."""
     if not tool_names:
         raise ValueError("a call-or-text grammar needs at least one tool name")
     names = " | ".join(_literal(f'"{n}"') for n in tool_names)
+    root = "root ::= call | text | tagged\n" + 'tagged ::= "<tool_call>" ws call ws "</tool_call>"\n'
     return (
-        "root ::= call | text\n"
-        f'call ::= "{{" ws "\\"name\\":" ws name ws "," ws "\\"arguments\\":" ws args ws "}}"\n'
+        (root if tagged else "root ::= call | text\n")
+        + f'call ::= "{{" ws "\\"name\\":" ws name ws "," ws "\\"arguments\\":" ws args ws "}}"\n'
         f"name ::= {names}\n"
         "text ::= [^{<`\\x00-\\x20] [^\\x00]*\n" + _JSON
     )

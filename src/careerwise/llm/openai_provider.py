@@ -18,7 +18,7 @@ import openai
 
 from careerwise.errors import LLMError, LLMTimeoutError, LLMToolsUnsupportedError, LLMUnavailableError
 from careerwise.llm.clean import estimate_tokens, request_text
-from careerwise.llm.grammar import call_or_text
+from careerwise.llm.grammar import TEXT_ONLY, call_or_text
 from careerwise.llm.profile import DEFAULT_PROFILE, ProviderProfile, measured
 from careerwise.llm.types import CompletionRequest, StreamChunk, StreamPacing, ToolCallDelta, Usage
 from careerwise.loadwatch import StreamPace
@@ -120,9 +120,14 @@ class OpenAIProvider:
         if request.tools:
             body["tools"] = [t.to_openai() for t in request.tools]
             body["tool_choice"] = request.tool_choice
-            if self._grammar and request.tool_choice == "auto" and request.json_schema is None:
-                # both branches stay open: the model still chooses between a call and an answer
-                body["grammar"] = call_or_text([t.name for t in request.tools])
+            if self._grammar and request.json_schema is None:
+                # auto: both branches stay open, the model still chooses between a call and an answer;
+                # none (the round after the tools ran): an answer, not another call
+                body["grammar"] = (
+                    call_or_text([t.name for t in request.tools], tagged=True)
+                    if request.tool_choice == "auto"
+                    else TEXT_ONLY
+                )
         if request.json_schema is not None:
             # OpenAI, llama.cpp's server and vLLM constrain the reply to the schema; the caller still
             # validates the reply, so a server that ignores the field costs at most a retry
