@@ -241,6 +241,7 @@ def test_readyz_shows_the_provider_profile_and_the_deep_design_it_picks(
         "tool_calling": "native",
         "passage_budget_tokens": None,
         "slow": False,
+        "answer_quotes": False,
         "prompt_tokens_per_s": 100.0,
         "gen_tokens_per_s": 8.0,
         "concurrency": 1,
