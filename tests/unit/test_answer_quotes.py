@@ -59,8 +59,16 @@ def test_weak_passages_give_no_quote_and_nothing_strong_gives_none() -> None:
     assert select([WEAK], "談薪水要準備什麼？") == []
 
 
-def test_an_english_question_gets_no_chinese_quote_unless_asked() -> None:
+def test_a_question_is_quoted_only_passages_in_its_own_language_unless_asked() -> None:
+    english = quotes.Passage(
+        text="Kevin, 24, finished a bootcamp and sent 60 applications with two interviews.",
+        document_id="c-english",
+        title="English article",
+        strong=True,
+    )
     assert quotes.candidates([NEGOTIATION], chinese=False) == []
+    assert quotes.candidates([english], chinese=True) == []
+    assert [c.passage for c in quotes.candidates([NEGOTIATION, english], chinese=False)] == [english]
     assert quotes.candidates([NEGOTIATION], chinese=False, cross_language=True)
 
 

@@ -11,8 +11,8 @@ Selection (:func:`candidates`, then :func:`choose`):
 * only passages whose own dense or BM25 score clears the relevance gate's bars (the bars the coverage
   note uses), so a question the articles do not answer gets no quote;
 * her statements only: no question, no line that is wholly someone else's quoted words;
-* in the language of the question: passages in another script are not quoted to a reader who asked in
-  English (most of the corpus is in Traditional Chinese), unless ``cross_language`` says so;
+* in the language of the question: a Chinese question is quoted Chinese passages only, any other question
+  passages without Chinese, unless ``cross_language`` says so;
 * a sentence's score is its embedding's cosine similarity with the question's, plus a bonus for a
   figure or a named rule (digits, 「」), which is what a small model drops when it paraphrases; without
   similarities (no embedder) its overlap with the question's words, and a sentence sharing no word with
@@ -90,8 +90,8 @@ def candidates(
     for rank, passage in enumerate(passages):
         if not passage.strong:
             continue
-        if not chinese and not cross_language and _CJK.search(passage.text):
-            continue
+        if not cross_language and chinese != bool(_CJK.search(passage.text)):
+            continue  # another language than the question's: the reader may not read it
         for raw in sentences(passage.text):
             sentence = _clean(raw)
             if len(sentence) < 12 or raw.lstrip().startswith("#") or sentence in seen:
