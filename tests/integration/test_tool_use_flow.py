@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import pytest
 from sqlalchemy import select
 
 from careerwise.engine import TurnRequest
@@ -15,6 +16,7 @@ from careerwise.routing.router import RouteDecision
 from careerwise.services import Services
 from careerwise.store import Message, Trace
 from careerwise.store.traces import TraceStore
+from careerwise.tracing.background import QUOTE_SIMILARITY, failure_counts
 from tests.conftest import ready
 from tests.fakes.fake_llm import Call, FakeLLM, error, stall, text, tool_calls
 
@@ -409,3 +411,24 @@ async def test_a_question_the_articles_do_not_answer_gets_no_quote(
     events = await tool_use_turn(make_services(llm_slow=True), "京都賞楓的三天兩夜行程怎麼排比較好？")
     assert any(isinstance(e, ToolResultEvent) for e in events)
     assert not any(e.phase == 2 for e in events if isinstance(e, DeltaEvent))
+
+
+async def test_a_failed_quote_embedding_falls_back_to_word_overlap_and_is_counted(
+    fake_llm: FakeLLM, make_services: Callable[..., Services], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake_llm.script(
+        tool_calls(Call(SEARCH, {"query": "談薪水 開口 數字"}, id="call_1")),
+        text("先做功課，再開口。", chunk_size=2),
+    )
+    services = make_services(llm_slow=True)
+
+    async def broken(query: str, texts: Sequence[str]) -> list[float]:
+        raise OSError("the embedding model file could not be read")
+
+    monkeypatch.setattr(services.kb, "similarities", broken)
+    before = failure_counts().get(QUOTE_SIMILARITY, 0)
+    events = await tool_use_turn(services, "談薪水的時候，第一個開口的數字要怎麼定？")
+    quote = next(e for e in events if isinstance(e, DeltaEvent) and e.phase == 2)
+    assert quote.text.startswith("**Summer 的文章怎麼說**")
+    assert failure_counts().get(QUOTE_SIMILARITY, 0) == before + 1
+    assert isinstance(events[-1], DoneEvent) and events[-1].status == "ok"
