@@ -143,11 +143,10 @@ class SearchKnowledgeTool:
         )
         # each title on its own evidence: the gate's bars without its lift for questions near the corpus
         # (that lift lets a career question the articles do not answer through to a ranked list)
-        fusion = self._kb.fusion
         titles = [
             head_line(h.chunk.title)  # named in the prompt: one line, markers defused, like a passage's head
             for h in result.hits
-            if h.dense >= fusion.min_dense or h.lexical >= fusion.min_lexical
+            if self._strong(h)
         ]
         return list(dict.fromkeys(titles))[:COVERAGE_TITLES]
 
@@ -207,12 +206,7 @@ class SearchKnowledgeTool:
             # a slow provider reads whole articles' best sentences and repeats what it reads: an article
             # none of whose hits clears the relevance gate's own bars (the first one always stays) is
             # left out rather than read, as the coverage note leaves it out
-            fusion = self._kb.fusion
-            strong = {
-                h.chunk.document_id
-                for h in hits
-                if h.dense >= fusion.min_dense or h.lexical >= fusion.min_lexical
-            } | {hits[0].chunk.document_id}
+            strong = {h.chunk.document_id for h in hits if self._strong(h)} | {hits[0].chunk.document_id}
             kept = [h for h in hits if h.chunk.document_id in strong]
             left_out, hits = len(hits) - len(kept), kept
         sources = [
@@ -264,18 +258,23 @@ class SearchKnowledgeTool:
             content="\n\n".join(lines), returned=len(hits), sources=sources, quotes=tuple(chosen)
         )
 
+    def _strong(self, hit: Hit) -> bool:
+        """Whether a hit clears the relevance gate's own bars, without its lift for questions near the
+        corpus: what the coverage note names, what an article digest keeps and what may be quoted."""
+        fusion = self._kb.fusion
+        return hit.dense >= fusion.min_dense or hit.lexical >= fusion.min_lexical
+
     async def _quotes(self, hits: Sequence[Hit], resolution: Resolution, zh: bool) -> list[quotes.Quote]:
         """The passages' sentences that best answer the user's message (the model's query when there is
         none): by embedding similarity; by word overlap if embedding them fails, which is logged and
         counted (``quote_similarity``)."""
-        fusion = self._kb.fusion
         found = quotes.candidates(
             [
                 quotes.Passage(
                     text=h.chunk.text,
                     document_id=h.chunk.document_id,
                     title=head_line(h.chunk.title),
-                    strong=h.dense >= fusion.min_dense or h.lexical >= fusion.min_lexical,
+                    strong=self._strong(h),
                 )
                 for h in hits
             ],
