@@ -367,15 +367,18 @@ async def test_a_slow_provider_shows_the_articles_own_sentences_before_the_answe
     deltas = [e for e in events if isinstance(e, DeltaEvent)]
     quote, *model = deltas
     assert quote.phase == 2 and all(d.phase == 3 for d in model)
-    assert quote.text.startswith("**Summer 的文章怎麼說**\n> 「")
+    assert quote.text.startswith("**Summer 的文章怎麼說**\n《")
     result = next(e for e in events if isinstance(e, ToolResultEvent))
     titles = {s.title for s in result.sources}
     assert any(f"《{t}》" in quote.text for t in titles)
-    # every quoted sentence is the article's own text
+    # every quoted sentence is the article's own text, and the outline is one article's own headings
     corpus = " ".join(
         p.read_text(encoding="utf-8")
         for p in (Path(__file__).parents[2] / "src/careerwise/data/corpus").glob("*.md")
     )
+    outline = [line[2:] for line in quote.text.splitlines() if line.startswith("- ")]
+    assert len(outline) >= 2 and all(f"## {point}\n" in corpus for point in outline)
+    assert sum(line.startswith("> 「") for line in quote.text.splitlines()) <= 2
     for line in quote.text.splitlines()[1:]:
         if line.startswith("> 「"):
             said = line[3 : line.index("」——《")].rstrip("…")

@@ -40,6 +40,8 @@ log = logging.getLogger(__name__)
 
 # quotes shown before a grounded answer, across the turn's tool calls (decision 0023)
 QUOTES_SHOWN = 3
+# beside an article's outline, fewer sentences: the headings already name the method's steps
+QUOTES_WITH_OUTLINE = 2
 
 
 @dataclass
@@ -418,10 +420,14 @@ async def tool_use_flow(ctx: FlowContext) -> AsyncIterator[Event]:
             yield DegradedEvent(reason="tool_failed", message=prompts.line("tool_failed", ctx.zh))
         if not quoted and profile_of(ctx.provider).answer_quotes:
             chosen = [q for output, _, _ in results if output is not None for q in output.quotes]
-            if chosen:
+            outline = next(
+                (o.outline for o, _, _ in results if o is not None and o.outline is not None), None
+            )
+            if chosen or outline is not None:
                 # Summer's own sentences, shown while the model reads the passages (decision 0023). They
                 # are not the model's text: a phase-3 failure before its first token may still retry.
                 quoted = True
                 if ctx.state.first_text_ms is None:
                     ctx.state.first_text_ms = ctx.state.elapsed_ms()
-                yield DeltaEvent(text=quotes.render(chosen[:QUOTES_SHOWN], ctx.zh), phase=QUOTE_PHASE)
+                shown = QUOTES_WITH_OUTLINE if outline is not None else QUOTES_SHOWN
+                yield DeltaEvent(text=quotes.render(chosen[:shown], ctx.zh, outline), phase=QUOTE_PHASE)

@@ -74,9 +74,11 @@ COVERAGE_TITLES = 3
 # how to use the passages, after them, where a small model reads it last before answering, in the
 # language of the answer; never a figure or name of its own, so it adds nothing the passages do not hold
 ANSWER_FROM_PASSAGES = (
-    "請根據以上段落回答：照段落原文寫出 Summer 的方法名稱、步驟與數字，不要加入段落裡沒有的數字。",
-    "Answer from the passages above: give Summer's method, steps and figures with the names and numbers "
-    "they use, and add no figure they do not give.",
+    "請根據以上段落，用自然的口語段落回答使用者的問題，不要寫成「方法名稱：」「步驟：」這類欄位。"
+    "照段落原文沿用 Summer 做法的名稱、步驟與數字，說明怎麼用在使用者的情況，不要加入段落裡沒有的數字。",
+    "Answer the user's question from the passages above in natural sentences, not as form fields such "
+    "as 'Method name:'. Use Summer's names, steps and figures exactly as the passages give them, show "
+    "how they apply to the user's situation, and add no figure the passages do not give.",
 )
 # the same after article digests (``passage_scope`` "article"): it asks for sentences rather than form
 # fields, and for saying so when the digests are about another topic than the question
@@ -227,6 +229,7 @@ class SearchKnowledgeTool:
         terms = set(tokenize(f"{resolution.effective['query']} {resolution.message}"))
         zh = is_chinese(resolution.message or str(resolution.effective["query"]))
         chosen = await self._quotes(hits, resolution, zh) if resolution.quotes else []
+        outline = self._outline(hits, zh) if resolution.quotes else None
         if articles and resolution.budget_tokens:
             # per article the hits name, its sentences most related to the question within the article's
             # share of the budget (one share per hit it has)
@@ -255,7 +258,11 @@ class SearchKnowledgeTool:
                 lines.append(f"[{n}] source={h.chunk.document_id} | {head}\n{fenced(text)}")
         lines.append((ANSWER_FROM_ARTICLES if articles else ANSWER_FROM_PASSAGES)[0 if zh else 1])
         return ToolOutput(
-            content="\n\n".join(lines), returned=len(hits), sources=sources, quotes=tuple(chosen)
+            content="\n\n".join(lines),
+            returned=len(hits),
+            sources=sources,
+            quotes=tuple(chosen),
+            outline=outline,
         )
 
     def _strong(self, hit: Hit) -> bool:
@@ -263,6 +270,19 @@ class SearchKnowledgeTool:
         corpus: what the coverage note names, what an article digest keeps and what may be quoted."""
         fusion = self._kb.fusion
         return hit.dense >= fusion.min_dense or hit.lexical >= fusion.min_lexical
+
+    def _outline(self, hits: Sequence[Hit], zh: bool) -> quotes.Outline | None:
+        """The headings of the best hit's article when that hit clears the gate's bars, as the quotes
+        require of their passages."""
+        best = next((h for h in hits if self._strong(h)), None)
+        if best is None:
+            return None
+        return quotes.outline(
+            self._kb.article_sections(best.chunk.document_id),
+            document_id=best.chunk.document_id,
+            title=head_line(best.chunk.title),
+            chinese=zh,
+        )
 
     async def _quotes(self, hits: Sequence[Hit], resolution: Resolution, zh: bool) -> list[quotes.Quote]:
         """The passages' sentences that best answer the user's message (the model's query when there is
