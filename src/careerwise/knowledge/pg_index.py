@@ -14,9 +14,9 @@ stored beside them and read here. The dense score is then the database's own cos
 
     normalise(p - m_L) · q' = 1 - (centred_vec <=> q')       (q' = the centred query, a unit vector)
 
-so the HNSW index orders candidates by the very score the fusion uses (before 0015 it ordered the raw
-vectors, another order: docs/benchmarks.md, "PostgreSQL HNSW depth at 100k"). Without centring
-(``query_means`` None) the raw ``embedding_vec`` and its own HNSW index are used, as before.
+so the HNSW index orders candidates by the very score the fusion uses (the raw vectors' order is
+another one: decision 0011). Without centring (``query_means`` None) the raw ``embedding_vec`` and its
+own HNSW index are used.
 
 Which chunks get a dense score per search:
 * up to ``exact_up_to`` chunks (the bundled corpus and anything of that order): all of them, one
