@@ -387,8 +387,8 @@ class Engine:
         """The turn's reads before anything is stored or sent, fresh every turn (a change made in
         another process applies from the next turn on): the day's token count (429 when spent; not read
         when no budget applies) and the assistant with its settings (an unknown one 404, a disabled one
-        409). One job on the database's reader thread (TurnStore.reads_before_turn; docs/benchmarks.md,
-        "The database's share of a turn")."""
+        409). One job on the database's reader thread (TurnStore.reads_before_turn), so the event loop
+        serving other streams waits for none of it (decision 0007)."""
         budget = (
             self.budget if self.budget is not None and owner is not None and self.budget.applies else None
         )
