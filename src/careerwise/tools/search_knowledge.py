@@ -74,11 +74,9 @@ COVERAGE_TITLES = 3
 # how to use the passages, after them, where a small model reads it last before answering, in the
 # language of the answer; never a figure or name of its own, so it adds nothing the passages do not hold
 ANSWER_FROM_PASSAGES = (
-    "請根據以上段落，用自然的口語段落回答使用者的問題，不要寫成「方法名稱：」「步驟：」這類欄位。"
-    "照段落原文沿用 Summer 做法的名稱、步驟與數字，說明怎麼用在使用者的情況，不要加入段落裡沒有的數字。",
-    "Answer the user's question from the passages above in natural sentences, not as form fields such "
-    "as 'Method name:'. Use Summer's names, steps and figures exactly as the passages give them, show "
-    "how they apply to the user's situation, and add no figure the passages do not give.",
+    "請根據以上段落回答：照段落原文寫出 Summer 的方法名稱、步驟與數字，不要加入段落裡沒有的數字。",
+    "Answer from the passages above: give Summer's method, steps and figures with the names and numbers "
+    "they use, and add no figure they do not give.",
 )
 # the same after article digests (``passage_scope`` "article"): it asks for sentences rather than form
 # fields, and for saying so when the digests are about another topic than the question
