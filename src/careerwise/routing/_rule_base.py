@@ -60,7 +60,7 @@ _HOW = (
 )
 _THANKS = r"謝謝|謝啦|謝了|感謝|多謝|感恩|3q|thx|thanks|thank (?:you|u)|ty|tks|many thanks|cheers"
 _BYE = (
-    r"掰掰|掰|拜拜|bye+|bye ?bye|goodbye|再見|881|下次見|先這樣|see (?:you|ya)|later|good ?night|gn|晚安|"
+    r"掰掰|掰|拜拜|bye+|bye ?bye|goodbye|再見|881|下次見|(?:下次|明天|改天)(?:再)?(?:聊|見)|回頭聊|先這樣|see (?:you|ya)|later|good ?night|gn|晚安|"
     r"have a (?:nice|good|great) (?:day|night|weekend)"
 )
 _ACK = r"ok(?:ay)?|k|好的|好喔|好哦|好der|好滴|好唷|好|收到|了解|瞭解|知道了|懂了|明白了?|讚|cool|nice|great|got it|noted|sure|哈+|(?:ha)+|lol"
@@ -86,7 +86,10 @@ def _smalltalk(first: str) -> re.Pattern[str]:
 
 # --- documents and request verbs --------------------------------------------------------------------
 
-_DOC_ZH = r"履歷|履力|履厲|簡歷|cv|resume|自傳|自我推薦信|自薦信|求職信|cover ?letter"
+_DOC_ZH = (
+    r"履歷|履力|履厲|履立|簡歷|cv|resume|自傳|自我推薦信|自薦信|求職信|轉職信|cover ?letter"
+    r"|linkedin\s?的?\s?(?:about|簡介|摘要|自介|headline|summary|profile|個人檔案)"
+)
 # a job-site profile counts as the user's document («rewrite my linkedin summary»)
 _DOC_EN = r"resume|résumé|resme|resum|cv|cover letter|linkedin (?:summary|profile|headline|about)"
 
@@ -98,7 +101,10 @@ _INTERVIEW_ZH = r"(?<!模擬)面試|[一二三四五終初複]面|複試|初試|
 _OTHERS_BOOKING_ZH = (
     r"(?:幫|替|給)(?:我的)?(?:主管|老闆|長官|客戶|同事|他|她|別人|家人|媽媽|爸爸|老公|老婆|小孩)"
     r"|(?:預約|約)(?:了)?(?:會議室|拜訪|場地|餐廳|門診|掛號|醫生|牙醫|會議|客戶|訪談|參訪)"
-    r"|(?:會議室|門診|餐廳|牙醫|健身房)"
+    r"|(?:會議室|門診|餐廳|牙醫|健身房|醫院|診所|健檢|體檢|看診)"
+    # a family member or a client booking for themselves: 「我媽要預約…」, 「客人臨時取消預約」
+    r"|我的?(?:媽|爸|妹|弟|姊|姐|哥|老公|老婆|男友|女友|兒子|女兒)(?:媽|爸)?(?:要|想|在|說要)(?:預約|約)"
+    r"|(?:客人|客戶|個案|學員|病人)[^。，,]{0,6}(?:取消|預約|改期|改時間|約)"
 )
 # counselling that is not Summer's: a counsellor as a job, a lawyer, the labour office, an employer's
 # counselling programme (EAP)
@@ -125,5 +131,6 @@ _CAREER_WORDS = (
     r"諮詢|工程師|年資|資遣|裁員|勞基法|請假|病假|特休|事假|產假|育嬰假|"
     r"\b(?:jobs?|careers?|interview(?:s|ers?)?|resumes?|cv|salary|salaries|pay|boss|manager|coworkers?|colleagues?|"
     r"company|work|working|hire|hired|hiring|promotion|linkedin|recruiters?|offers?|quit|layoffs?|laid off|"
-    r"employer|office|team|engineer|developer|coaching|session|consultation|sick leave|pto|day off)\b"
+    r"employer|office|team|engineer|developer|coaching|session|consultation|sick leave|pto|day off|"
+    r"phone screens?|screening|onsite|take-home)\b"
 )

@@ -23,13 +23,27 @@ BOOKING_RULES: tuple[Rule, ...] = (
         "booking",
         _r(
             r"預[約越]|(?:^|我|想|要|以|能|麼|何|跟妳|跟你|和妳|和你)約(?:個|一個|一下)?(?:時間|諮詢|一對一|1對1|面談)"
-            r"|可以約(?:嗎|\?)|(?:做|約|報名|安排)(?:一下)?(?:下週的)?(?:職涯)?(?:諮詢|一對一|1對1)"
+            r"|可以約(?:嗎|\?)|(?:做|約|報名|安排)(?:一下|一次|個)?(?:下週的)?(?:職涯)?(?:諮詢|一對一|1對1)"
+            # asking for Summer herself, whether she can still be booked, or a time named for her
+            r"|(?:怎麼|如何|想|要|可以|能|我想)約(?:到)?(?:妳|你|summer)|約得到|約的到|還(?:能|可以)約"
+            r"|幫我約(?:在)?(?:這|下|本)?(?:週|禮拜|星期)[一二三四五六日天末]?|幫我約(?:明天|後天)"
         ),
         "asks to book a consultation (預約, 約一對一, 報名諮詢)",
-        ("我想預約諮詢", "想約一對一", "可以預越嗎", "下週三下午可以約嗎", "欸想約諮詢 怎麼弄"),
+        (
+            "我想預約諮詢",
+            "想約一對一",
+            "可以預越嗎",
+            "下週三下午可以約嗎",
+            "欸想約諮詢 怎麼弄",
+            "請問怎麼約妳",
+            "下個月還約得到嗎",
+            "幫我約禮拜五早上十點",
+            "想替我弟約一次職涯諮詢",
+        ),
         # booking for someone else or something else (a boss's meeting room, a client visit, a clinic,
-        # a job interview) is a workplace question, not a session with Summer
-        exclude=_r(rf"{_OTHERS_BOOKING_ZH}|{_INTERVIEW_ZH}"),
+        # a family member's check-up, a job interview), or someone else's counselling (an employer's
+        # programme, the user's own clients) is not a session with Summer
+        exclude=_r(rf"{_OTHERS_BOOKING_ZH}|{_INTERVIEW_ZH}|{_SOMEONE_ELSES_COUNSELLING}"),
     ),
     Rule(
         "booking.zh.change",
@@ -59,13 +73,22 @@ BOOKING_RULES: tuple[Rule, ...] = (
     Rule(
         "booking.zh.payment",
         "booking",
-        _r(r"付款|刷卡|退費|退款|退錢|學生優惠|學生價|學生方案|轉帳|匯款|收據|發票"),
+        _r(
+            r"付款|刷卡|退費|退款|退錢|學生優惠|學生價|學生方案|轉帳|匯款|收據|發票"
+            r"|學生[^，,。]{0,10}(?:便宜|優惠|折扣)|(?:比較)?便宜(?:一點)?的(?:方案|價格)"
+        ),
         "asks about paying for a session: payment, refunds, discounts (short messages only)",
-        ("付款可以刷卡嗎", "有學生優惠嗎", "沒辦法去的話可以退錢嗎", "諮詢可以開發票嗎"),
+        (
+            "付款可以刷卡嗎",
+            "有學生優惠嗎",
+            "沒辦法去的話可以退錢嗎",
+            "諮詢可以開發票嗎",
+            "我是學生 費用能算便宜一點嗎",
+        ),
         max_units=20,
         # money that is not a session's: pay, the employer's or a client's invoices, insurance, shopping
         exclude=_r(
-            r"薪|公司|客戶|廠商|老闆|勞保|健保|勞退|稅|房租|學費|保險|訂單|網購|蝦皮|會員|訂閱|健身房|軟體"
+            r"薪|公司|客戶|廠商|老闆|勞保|健保|勞退|稅|房租|學費|保險|訂單|網購|蝦皮|會員|訂閱|健身房|軟體|電信|手機|門號|網路|機票|車票"
         ),
     ),
     Rule(
@@ -95,13 +118,48 @@ BOOKING_RULES: tuple[Rule, ...] = (
         "booking",
         _r(
             r"(?:summer|妳|你|老師)\s*(?:這週|下週|週末|明天|今天|哪天|什麼時候|何時)?(?:有空|有時間)"
+            # a day and a time of day named: 「Summer 星期六早上有開放嗎」, 「妳禮拜三晚上有開嗎」
+            r"|(?:summer|妳|你|老師)\s*(?:(?:這|下|本)?(?:週|禮拜|星期)[一二三四五六日天末]|平日|假日|週末)\s*"
+            r"(?:早上|上午|中午|下午|晚上)?\s*(?:有空|有時間|有開放|有開|開放)"
             r"|(?:還有|有沒有|有)(?:週末|平日|晚上|下週|這週)?的?(?:時段|名額|空檔|空位)"
         ),
         "asks when Summer is free",
-        ("Summer 這週有空嗎", "還有週末的時段嗎"),
+        ("Summer 這週有空嗎", "還有週末的時段嗎", "老師禮拜天下午有開放嗎"),
         # an interview's time slot, a job's or a course's openings; "do you have time to look at my
         # resume" asks for a review (the resume rules), not for a slot
         exclude=_r(rf"{_INTERVIEW_ZH}|職缺|公司|實習|徵才|招募|課程|研究所|考試|(?:有空|有時間)(?:幫|看)"),
+    ),
+    Rule(
+        "booking.zh.terms",
+        "booking",
+        _r(
+            r"(?:[二三四五六十兩幾多]|\d+)\s?(?:次|堂)[^。，,]{0,4}(?:一起買|套裝|套票|組合價|一起付)"
+            r"|(?:諮詢|預約)[^。]{0,10}(?:遲到|晚到|會晚|晚\s?\d+\s?分)"
+            r"|(?:諮詢|一對一|1對1)[^。]{0,6}(?:用|講|說)(?:中文|英文|台語|英語)"
+            r"|(?:一對一|1對1)[^。]{0,6}(?:跟|和|與|還是)[^。]{0,6}(?:團體|小團體|小班|團班|多人)"
+        ),
+        "the terms of the sessions: bundles of several, arriving late, the language, one-to-one or a group",
+        (
+            "有沒有五次一起買的套票",
+            "明天的諮詢我大概會晚十分鐘",
+            "諮詢可以用英文嗎",
+            "一對一和小班有什麼不同",
+        ),
+        exclude=_r(
+            rf"{_SOMEONE_ELSES_COUNSELLING}|{_INTERVIEW_ZH}|{_OTHERS_BOOKING_ZH}"
+            r"|健身|課程|上課|補習|家教|按摩|美甲|瑜珈|會員|主管|老闆|同事|客戶|會議|上班|打卡"
+        ),
+    ),
+    Rule(
+        "booking.zh.receipt",
+        "booking",
+        _r(r"(?:收據|發票)[^。，,]{0,8}(?:抬頭|統編|報帳)|(?:抬頭|統編)[^。，,]{0,8}(?:收據|發票)"),
+        "a receipt or an invoice for the session made out to the user's employer (抬頭, 統編, 報帳): the "
+        "payment rule vetoes 公司, this one does not",
+        ("收據可以開公司的抬頭嗎", "發票可以打我們公司的統編嗎"),
+        max_units=20,
+        # issuing invoices as one's job (accounting, clients, suppliers) is a work question
+        exclude=_r(r"客戶|廠商|負責|會計|報稅|作廢|幫公司開|我們公司開|開給"),
     ),
     Rule(
         "booking.en.reserve",
@@ -123,6 +181,24 @@ BOOKING_RULES: tuple[Rule, ...] = (
         # a meeting room), is a workplace question (career); so is a job interview (not a mock one)
         exclude=_r(
             rf"\b(?:manager|boss|supervisor|team lead|hr|recruiter|hiring manager|interviewer)\b|{_OTHERS_EN}"
+        ),
+    ),
+    Rule(
+        "booking.en.with_summer",
+        "booking",
+        _r(
+            r"\b(?:book|schedule|reserve|get|grab)\b.{0,20}\b(?:slot|session|call|time|appointment)\b.{0,6}"
+            # not the season: "a call with summer interns"
+            r"\bwith (?:you|u|summer)\b(?! (?:interns?|internships?|jobs?|break|school|camp|programs?|vacation))"
+        ),
+        "asks for a slot with Summer by name, whatever the session is for (a job interview to prepare "
+        "for does not make it someone else's appointment)",
+        ("book me a slot with summer before my interview", "can I grab a call with you this week"),
+        # someone else booking the user, or the user booking for others
+        exclude=_r(
+            r"\b(?:manager|boss|supervisor|team lead|hr|recruiter|hiring manager|interviewer|clients?|customers?)\b"
+            r"\s+(?:wants?|asked|booked|scheduled|is booking)|\bfor (?:my|his|her|their|our) (?:boss|manager|clients?|"
+            r"customers?|team|friend|sister|brother|kids?)\b"
         ),
     ),
     Rule(
@@ -178,6 +254,9 @@ BOOKING_RULES: tuple[Rule, ...] = (
             r"|\b(?:the|our|a|your) (?:sessions?|consultations?) (?:online|in[- ]person|on zoom|over zoom|by phone)\b"
             r"|\b(?:bring|prepare)\b.{0,30}\b(?:to|for) (?:the|our|my|a) (?:session|consultation|call with (?:you|summer))\b"
             r"|\bhow long (?:is|are|does) (?:a|the|one|each|your) (?:session|consultation)s?\b"
+            # the language of a session; a booking whose confirmation does not match
+            r"|\b(?:sessions?|consultations?|coaching|calls?)\b.{0,10}\bin (?:chinese|english|mandarin|taiwanese)\b"
+            r"|\bi (?:booked|reserved|paid for)\b.{0,60}\b(?:confirmation|reminder|calendar invite)\b"
         ),
         "asks about the sessions themselves: payment state, refunds, format, what to bring, length",
         (
@@ -187,9 +266,12 @@ BOOKING_RULES: tuple[Rule, ...] = (
             "is the consultation online or in person",
             "what should I prepare for our session",
             "how long does a session last",
+            "can we do the call in mandarin",
+            "I reserved monday 10am but the reminder says tuesday",
         ),
         exclude=_r(
             rf"{_OTHERS_EN}|\b(?:gym|therapy|therapist|trainer|yoga|pilates|dentist|doctor|class(?:es)?|course)\b"
+            r"|\b(?:flight|hotel|airbnb|table|tickets?|concert|train|bus|car|tour|hostel)\b"
         ),
     ),
     Rule(

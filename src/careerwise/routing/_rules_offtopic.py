@@ -15,16 +15,18 @@ OFFTOPIC_RULES: tuple[Rule, ...] = (
         "offtopic",
         _r(
             r"(?:寫|作)(?:一)?(?:首|篇|個|段)(?:[^，,。]{0,8})(?:詩|絕句|歌詞|故事|小說|笑話|情書)"
-            r"|(?:講|說)(?:個|一個|幾個)?(?:冷)?笑話|睡前故事"
+            r"|(?:講|說)(?:個|一個|幾個)?(?:冷)?笑話|睡前故事|(?:來|說|講)點好笑的|(?:婚禮|伴郎|伴娘|生日|畢業典禮)致詞"
             # the weather with a day to forecast (「那天氣呢？」 alone is a follow-up, 「今天好冷喔」 small talk)
             r"|(?:明天|今天|後天|週末|這週|下週|今晚|明早)[^。，,]{0,8}(?:天氣|氣溫|下雨|颱風|冷|熱)[^。]{0,6}"
             r"(?:嗎|幾度|如何|怎樣|多少)|天氣預報|會不會下雨|颱風假"
-            r"|食譜|怎麼(?:煮|滷|烤|炒|燉)|氣炸鍋|電鍋"
+            r"|食譜|(?:怎麼|先)(?:煮|滷|烤|炒|燉|煎)|氣炸鍋|電鍋"
+            # getting somewhere: 「高鐵台北到左營要多久」
+            r"|(?:高鐵|台鐵|火車|捷運|客運|公車)[^。，,]{0,12}(?:要多久|幾點|多少錢|票價|時刻表|怎麼搭)"
             r"|幾比幾|總冠軍|全壘打|比賽結果"
             r"|匯率|股票代號|股價"
             r"|(?:貓|狗|倉鼠|兔子|寵物)(?:咪|狗)?(?:一直|可以|能|會|吃|吐|生病)"
             r"|(?:發燒|感冒|喉嚨痛|拉肚子)[^。]{0,10}(?:怎麼辦|吃什麼|要不要|嗎|掛)"
-            r"|數學題|方程式|微積分|國小[一二三四五六]?年級"
+            r"|數學題|方程式|微積分|國小[一二三四五六]?年級|時速多少|(?:弟|妹|小孩|兒子|女兒)的?[^。，,]{0,4}(?:作業|功課)"
             r"|(?=.*[\u3400-\u9fff])[a-z]+(?:error|exception)\b"  # a programming error, asked in Chinese
             rf"|(?=.*[\u3400-\u9fff])(?:{_CODE})"  # a question about code, asked in Chinese
             r"|(?:晚餐|午餐|早餐|宵夜)(?:要)?(?:煮|吃)什麼"
@@ -63,7 +65,7 @@ OFFTOPIC_RULES: tuple[Rule, ...] = (
             r"|\bwho (?:painted|wrote|sang|invented|discovered)\b|\bcapital (?:city )?of\b"
             r"|\bsummari[sz]e the (?:plot|movie|book|novel|film)\b|\bplot of\b"
             r"|\bget (?:\w+ ){1,3}out of (?:my |a |the )?(?:\w+ )?(?:shirt|carpet|couch|jeans|sofa)\b"
-            r"|\bwhat(?:'s| is) \d[\d,.]*\s?(?:%|percent) of\b|\btranslate\b|\b(?:thesis|dissertation) abstract\b|\babstract for (?:the|a|my) (?:conference|journal)\b"
+            r"|\bwhat(?:'s| is) (?:a )?\d[\d,.]*\s?(?:%|percent) (?:tip )?(?:of|on)\b|\btranslate\b|\b(?:thesis|dissertation) abstract\b|\babstract for (?:the|a|my) (?:conference|journal)\b"
         ),
         "a request outside careers: poems, stories, jokes, the weather, recipes, sports, exchange rates, "
         "pets, homework, a programming error",
@@ -85,7 +87,7 @@ OFFTOPIC_RULES: tuple[Rule, ...] = (
         "offtopic",
         _r(
             r"(?:預約|預訂|訂|取消|退訂|改期|改時間|掛)[^，,。?？]{0,10}"
-            r"(?:牙醫|門診|醫生|看診|掛號|餐廳|位子|訂位|剪髮|剪頭髮|美髮|美甲|按摩|健身房|機票|飯店|民宿|高鐵|火車票|電影票)"
+            r"(?:牙醫|門診|醫生|看診|掛號|健檢|體檢|醫院|診所|餐廳|位子|訂位|剪髮|剪頭髮|美髮|美甲|按摩|健身房|機票|飯店|民宿|高鐵|火車票|電影票)"
             r"|(?:netflix|youtube|spotify|disney|apple music|kkbox|line music)[^，,。]{0,12}(?:會員|訂閱|premium)"
             r"|(?:會員|訂閱)[^，,。]{0,6}(?:取消|退訂|退費|續約)|(?:取消|退訂)[^，,。]{0,6}(?:會員|訂閱)"
         ),

@@ -54,8 +54,10 @@ _SUMMERS_SESSION = _r(
 # a general question about a document's length (「履歷要寫幾頁？」, "is a two-page resume too long"): career,
 # unless the message asks for something to be done to the user's own document (「可以幫我精簡嗎」)
 _DOC_LENGTH = _r(
-    r"幾頁|幾個字|多少字|寫多長|\bhow long should\b|\bhow many (?:pages|words)\b|\b(?:one|two|1|2)[- ]pages?\b"
-    r"|\btoo long\b"
+    r"幾頁|幾個字|多少字|幾段|幾行|寫多長|\bhow long should\b|\bhow many (?:pages|words|paragraphs)\b"
+    r"|\b(?:one|two|1|2)[- ]pages?\b|\btoo long\b"
+    # whether something belongs in a document at all: 「要不要寫期望薪資」, "is it a good idea to mention…"
+    r"|要不要(?:寫|放|附|提)|\b(?:should i|is it (?:a good idea|ok|okay|smart|wise) to) (?:mention|include|put|list|add)\b"
 )
 _DOC_REQUEST = _r(
     r"幫|替我|請你|可以.{0,4}(?:看|改|刪|精簡|縮)|以下是|附上|\b(?:help|review|check|look at|look over|fix|"
