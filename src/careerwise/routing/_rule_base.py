@@ -106,6 +106,8 @@ _OTHERS_BOOKING_ZH = (
     r"|我的?(?:媽|爸|妹|弟|姊|姐|哥|老公|老婆|男友|女友|兒子|女兒)(?:媽|爸)?(?:要|想|在|說要)(?:預約|約)"
     r"|(?:客人|客戶|個案|學員|病人)[^。，,]{0,6}(?:取消|預約|改期|改時間|約)"
 )
+# someone else asking the user (「主管問我你禮拜六有空嗎」, 「HR 問我怎麼約你」): their question, not a booking
+_ASKED_BY_OTHERS_ZH = r"(?:hr|人資|主管|老闆|長官|客戶|同事|獵頭|面試官|朋友|他|她)[^。，,]{0,6}問(?:我|說)"
 # counselling that is not Summer's: a counsellor as a job, a lawyer, the labour office, an employer's
 # counselling programme (EAP)
 _SOMEONE_ELSES_COUNSELLING = (

@@ -9,6 +9,7 @@ booking word about something else falls through to the off-topic errand rules or
 from __future__ import annotations
 
 from careerwise.routing._rule_base import (
+    _ASKED_BY_OTHERS_ZH,
     _INTERVIEW_ZH,
     _OTHERS_BOOKING_ZH,
     _OTHERS_EN,
@@ -43,7 +44,9 @@ BOOKING_RULES: tuple[Rule, ...] = (
         # booking for someone else or something else (a boss's meeting room, a client visit, a clinic,
         # a family member's check-up, a job interview), or someone else's counselling (an employer's
         # programme, the user's own clients) is not a session with Summer
-        exclude=_r(rf"{_OTHERS_BOOKING_ZH}|{_INTERVIEW_ZH}|{_SOMEONE_ELSES_COUNSELLING}"),
+        exclude=_r(
+            rf"{_OTHERS_BOOKING_ZH}|{_INTERVIEW_ZH}|{_SOMEONE_ELSES_COUNSELLING}|{_ASKED_BY_OTHERS_ZH}"
+        ),
     ),
     Rule(
         "booking.zh.change",
@@ -88,7 +91,7 @@ BOOKING_RULES: tuple[Rule, ...] = (
         max_units=20,
         # money that is not a session's: pay, the employer's or a client's invoices, insurance, shopping
         exclude=_r(
-            r"薪|公司|客戶|廠商|老闆|勞保|健保|勞退|稅|房租|學費|保險|訂單|網購|蝦皮|會員|訂閱|健身房|軟體|電信|手機|門號|網路|機票|車票"
+            r"薪|公司|客戶|廠商|老闆|勞保|健保|勞退|稅|房租|學費|保險|訂單|網購|蝦皮|會員|訂閱|健身房|軟體|電信|手機|門號|網路|機票|車票|實習|職缺|工作|午餐|餐廳"
         ),
     ),
     Rule(
@@ -127,7 +130,9 @@ BOOKING_RULES: tuple[Rule, ...] = (
         ("Summer 這週有空嗎", "還有週末的時段嗎", "老師禮拜天下午有開放嗎"),
         # an interview's time slot, a job's or a course's openings; "do you have time to look at my
         # resume" asks for a review (the resume rules), not for a slot
-        exclude=_r(rf"{_INTERVIEW_ZH}|職缺|公司|實習|徵才|招募|課程|研究所|考試|(?:有空|有時間)(?:幫|看)"),
+        exclude=_r(
+            rf"{_INTERVIEW_ZH}|{_ASKED_BY_OTHERS_ZH}|職缺|公司|實習|徵才|招募|課程|研究所|考試|(?:有空|有時間)(?:幫|看)"
+        ),
     ),
     Rule(
         "booking.zh.terms",

@@ -68,7 +68,7 @@ RESUME_RULES: tuple[Rule, ...] = (
             r"(?:那|這)?(?:欄|段|部分|區塊|一段|第[一二三]段)?[^。:「]{0,10}"
             r"(?:這樣寫|是這樣|寫好了|改成|寫成)[^。:「]{0,8}[:「]\s*\S.{8,}"
             r"|^(?:學歷|經歷|工作經驗|技能|專長|證照|自傳|自我介紹|summary)\s*:.{10,}"
-            r"(?:這樣寫|這樣|這樣改)(?:可以|對|好|ok|行)"
+            r"(?:這樣寫|這樣|這樣改)(?:可以|對|好|ok|行|夠)"
         ),
         "a passage of the user's resume (a section named, its text quoted or after a colon) asked about",
         (
