@@ -26,7 +26,7 @@ from careerwise.errors import (
     UserInputError,
 )
 from careerwise.events import DoneEvent, ErrorEvent, Event, RouteEvent
-from careerwise.flows._resume_context import stored_resume_loader
+from careerwise.flows.resume_context import stored_resume_loader
 from careerwise.flows.base import Flow, FlowContext, FlowOptions, FlowRegistry, TurnState
 from careerwise.flows.compact import design_of
 from careerwise.llm.profile import profile_of
