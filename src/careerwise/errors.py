@@ -135,7 +135,7 @@ class StepFailed(CareerWiseError):
     ``code``: timeout, turn_deadline, invalid_json, empty, llm_unavailable, llm_error, internal_error.
     ``unreachable``: the provider could not be reached at all (connect failure / 5xx), so a lower rung
     that also needs the LLM would fail the same way. The deep flows catch it and step down
-    (``flows/deep_steps.py``); it reaches neither a reply nor HTTP.
+    (``flows/deep_steps/``); it reaches neither a reply nor HTTP.
     """
 
     def __init__(self, code: str, detail: str = "", *, unreachable: bool = False) -> None:

@@ -218,7 +218,7 @@ class OpenAIProvider:
         """One call, at most :attr:`ProviderProfile.concurrency` at a time once the server is known to
         serve one at a time. A call cut off by another (:class:`StreamCutError`) is made once more,
         alone, when it had shown nothing yet; a cut after text was passed on is raised (retryable: a
-        deep step makes its call again, ``flows/deep_steps.py``)."""
+        deep step makes its call again, ``flows/deep_steps/``)."""
         await self._detect()
         for attempt in (1, 2):
             passed_on = False
