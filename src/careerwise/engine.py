@@ -26,9 +26,9 @@ from careerwise.errors import (
     UserInputError,
 )
 from careerwise.events import DoneEvent, ErrorEvent, Event, RouteEvent
-from careerwise.flows._resume_context import stored_resume_loader
 from careerwise.flows.base import Flow, FlowContext, FlowOptions, FlowRegistry, TurnState
 from careerwise.flows.compact import design_of
+from careerwise.flows.resume_context import stored_resume_loader
 from careerwise.llm.profile import profile_of
 from careerwise.llm.types import ChatMessage, LLMProvider
 from careerwise.routing.router import ContextualRouter, RouteDecision, Router

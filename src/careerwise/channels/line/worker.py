@@ -29,6 +29,7 @@ from careerwise.engine import Engine, TurnRequest
 from careerwise.errors import (
     ConflictError,
     ConversationBusyError,
+    LineAssistantUnavailableError,
     NotFoundError,
     RateLimitedError,
     UserInputError,
@@ -93,11 +94,7 @@ def _job_for(event: WebhookEvent) -> _Job | None:
     return _Job(event, "not_text", key)
 
 
-class LineAssistantUnavailableError(RuntimeError):
-    """The assistant configured for LINE does not exist or is disabled (a setup problem, not the user's)."""
-
-
-ASSISTANT_UNAVAILABLE = "line_assistant_unavailable"  # the code counted in careerwise_errors_total
+ASSISTANT_UNAVAILABLE = LineAssistantUnavailableError.code  # counted in careerwise_errors_total
 
 
 class LineChannel(LineDelivery):
