@@ -381,7 +381,7 @@ async def test_a_slow_provider_shows_the_articles_own_sentences_before_the_answe
     assert sum(line.startswith("> 「") for line in quote.text.splitlines()) <= 2
     for line in quote.text.splitlines()[1:]:
         if line.startswith("> 「"):
-            said = line[3 : line.index("」——《")].rstrip("…")
+            said = line[3 : line.index("」——《")].strip("…")
             assert said in corpus, said
     assert "".join(d.text for d in model) == "先做功課，再開口。"
     assert "Summer 的文章怎麼說" not in json.dumps(fake_llm.requests[1]["messages"], ensure_ascii=False)

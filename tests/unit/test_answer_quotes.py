@@ -154,3 +154,24 @@ def test_render_puts_the_outline_before_the_quotes() -> None:
     assert lines[-2].startswith("> 「") and block.endswith("\n\n")
     only = quotes.render([], zh=False, outline=quotes.Outline("a", "Asking", ("One", "Two")))
     assert only == "**What Summer's articles say**\nKey points of *Asking*:\n- One\n- Two\n\n"
+
+
+def test_a_long_sentence_offers_each_run_of_its_clauses_so_a_later_figure_can_be_quoted() -> None:
+    long = quotes.Passage(
+        text="In my experience with Taiwanese employers, a one-grade promotion typically comes with about "
+        "8% to 15% on base, sometimes a higher bonus multiple, and foreign firms with pay bands may give "
+        "more; if you are offered less than 5% with the new title, negotiate.",
+        document_id="a-promotion",
+        title="Promotion",
+        strong=True,
+    )
+    found = quotes.candidates([long], chinese=False)
+    assert [c.sentence for c in found] == [
+        "In my experience with Taiwanese employers, a one-grade promotion typically comes with about 8% "
+        "to 15% on base…",
+        "…sometimes a higher bonus multiple, and foreign firms with pay bands may give more;",
+        "if you are offered less than 5% with the new title, negotiate.",
+    ]
+    assert all(len(c.sentence) <= 120 for c in found)
+    # every run is the article's own words between its markers
+    assert all(c.sentence.strip("…") in long.text for c in found)

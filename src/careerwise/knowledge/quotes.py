@@ -94,11 +94,32 @@ class Candidate:
     passage: Passage
 
 
+def _windows(sentence: str, max_chars: int) -> list[str]:
+    """``sentence`` itself when it fits in ``max_chars``, else runs of its whole clauses that fit, each
+    marked with "…" where the sentence goes on: a long sentence's figure is often in a later clause, and a
+    quote cut after its first clauses would drop it."""
+    if len(sentence) <= max_chars:
+        return [sentence]
+    runs: list[str] = []
+    run = ""
+    for clause in _CLAUSE.split(sentence):
+        if run and len(run) + len(clause) > max_chars - 2:
+            runs.append(run)
+            run = ""
+        run += clause
+    runs.append(run)
+    out = []
+    for n, run in enumerate(runs):
+        text = run.strip().rstrip("，、：；,;: ") if n < len(runs) - 1 else run.strip()
+        out.append((GAP if n else "") + text + (GAP if n < len(runs) - 1 else ""))
+    return out
+
+
 def candidates(
-    passages: Sequence[Passage], *, chinese: bool, cross_language: bool = False
+    passages: Sequence[Passage], *, chinese: bool, cross_language: bool = False, max_chars: int = 120
 ) -> list[Candidate]:
     """The sentences a quote may be taken from: of strong passages, in the question's language, neither
-    headings nor fragments, each once."""
+    headings nor fragments, each once; a sentence longer than ``max_chars`` as runs of its clauses."""
     out: list[Candidate] = []
     seen: set[str] = set()
     for rank, passage in enumerate(passages):
@@ -113,7 +134,7 @@ def candidates(
             if sentence.endswith(("？", "?")) or (sentence[0] in '「『"' and sentence[-1] in '」』"'):
                 continue  # a question, or a reader's words the article quotes, is not Summer's advice
             seen.add(sentence)
-            out.append(Candidate(sentence, rank, passage))
+            out.extend(Candidate(w, rank, passage) for w in _windows(sentence, max_chars) if len(w) >= 12)
     return out
 
 

@@ -72,11 +72,12 @@ SPEC = ToolSpec(
 
 COVERAGE_TITLES = 3
 # how to use the passages, after them, where a small model reads it last before answering, in the
-# language of the answer; never a figure or name of its own, so it adds nothing the passages do not hold
+# language of the answer; never a figure or name of its own, so it adds nothing the passages do not hold,
+# and no field names, which a small model copies as the form of its answer
 ANSWER_FROM_PASSAGES = (
-    "請根據以上段落回答：照段落原文寫出 Summer 的方法名稱、步驟與數字，不要加入段落裡沒有的數字。",
-    "Answer from the passages above: give Summer's method, steps and figures with the names and numbers "
-    "they use, and add no figure they do not give.",
+    "請根據以上段落，用幾句話回答使用者，沿用段落裡 Summer 的說法、名稱和數字，不要加入段落裡沒有的數字。",
+    "Answer the user in a few sentences from the passages above, keeping Summer's own terms, names and "
+    "figures as they give them, and add no figure they do not give.",
 )
 # the same after article digests (``passage_scope`` "article"): it asks for sentences rather than form
 # fields, and for saying so when the digests are about another topic than the question
@@ -121,8 +122,8 @@ class SearchKnowledgeTool:
     async def warm(self, message: str) -> None:
         """Start on the part of the search that does not depend on the model's arguments: embedding the
         user's message, which the fused search uses (``message_fusion`` "message" or "hybrid"). The flow
-        calls this when the model's first tool-call delta names this tool, so the embedding (about 30 ms
-        for a question) runs while the arguments are still streaming (decision 0010)."""
+        calls this when the model's first tool-call delta names this tool, so the embedding runs while the
+        arguments are still streaming (decision 0010)."""
         if self.message_fusion.mode not in ("message", "hybrid"):
             return
         await self._kb.warm_query(_clip(message))
