@@ -55,5 +55,5 @@ class KnowledgeSettings(BaseModel):
     )
     routing_lexical: bool = Field(
         default=True,
-        description="Layer 2's lexical first stage (n-grams, ~0.1 ms); false: the embedding stage alone.",
+        description="Layer 2's lexical first stage (character n-grams, no model); false: the embedding stage alone.",
     )

@@ -195,7 +195,7 @@ class ProviderSettings(BaseModel):
     local_n_threads: int | None = None
     local_repack_weights: bool = Field(
         default=True,
-        description="llama.cpp's repacked copy of the weights for its CPU kernels (about 600 MB per process "
-        "for the packaged model, about 1.2x generation speed); false saves the memory.",
+        description="llama.cpp's repacked copy of the weights for its CPU kernels (private to each process, "
+        "faster generation; docs/local-model.md gives the figures); false saves that memory.",
     )
     zh_variant_conversion: bool = Field(default=True, description="Convert Simplified output to zh-TW.")

@@ -254,12 +254,12 @@ class OpenAIProvider:
     async def _stream_once(self, request: CompletionRequest, seq: int) -> AsyncIterator[StreamChunk]:
         """The request goes through the official SDK (its auth, headers, status errors, timeouts); the
         streamed body is read as raw bytes and parsed here, one ``json.loads`` a chunk. The SDK's own
-        stream builds a pydantic model for every chunk, the largest share of a streamed turn's CPU in
-        the issue #10 profile (docs/benchmarks.md).
+        stream builds a pydantic model for every chunk, which would make the SDK the largest share of a
+        streamed turn's CPU.
 
         Once the consumer says the answer's text is showing (``request.pacing``), the body is read at
         most once every ``stream_pace`` seconds and each read's consecutive text chunks are merged, so
-        a 20 ms cadence costs one pass of the layers above per pace instead of per chunk
+        a short cadence costs one pass of the layers above per pace instead of per chunk
         (docs/decisions/0008-stream-pacing.md). Before that, every chunk is read as it comes. An
         adaptive :class:`StreamPace` lengthens the pace while the event loop is behind (its amendment)."""
         body = self._body(request)
@@ -274,8 +274,8 @@ class OpenAIProvider:
         timing = _Timing(sent=asyncio.get_running_loop().time())
         try:
             # The body is plain JSON already: as ``extra_body`` the SDK sends it as it is instead of walking
-            # it through its typed-parameter transform (about 0.7 ms of loop CPU a call, the same JSON;
-            # docs/benchmarks.md, "The fixed work of a turn, part 2"). ``messages=[]`` is overwritten.
+            # it through its typed-parameter transform, which costs loop CPU on every call and produces
+            # the same JSON. ``messages=[]`` is overwritten.
             async with self._client.chat.completions.with_streaming_response.create(
                 stream=True, model=body.pop("model"), messages=[], extra_body={**body, **extra}
             ) as response:

@@ -1,6 +1,6 @@
 """A small on-disk cache of query vectors, so the example utterances (and, for the evaluation, the
-labelled messages) are embedded once per model rather than on every start. The multilingual e5 model
-takes about 80 ms per sentence on two cores; the routing examples alone are a quarter of a minute."""
+labelled messages) are embedded once per model rather than on every start. Embedding every example
+on each start would delay the router's readiness by the time the examples take to embed."""
 
 from __future__ import annotations
 

@@ -3,8 +3,8 @@
 By default the router shares the knowledge base's embedder: no second model in memory, and because
 that embedder keeps an LRU of query vectors keyed by the whitespace-collapsed text (the form the router
 embeds too), the vector routing computed is reused by the answer-cache probe and the first search of the
-same message instead of being computed again. A different model (``use``: multilingual USE, about ten
-times faster per message but about 120 MB more resident memory and lower accuracy) gets its own
+same message instead of being computed again. A different model (``use``: multilingual USE, faster per
+message but with more resident memory and lower accuracy; docs/routing.md, "The embedder decision") gets its own
 instance, loaded once per process.
 """
 

@@ -300,10 +300,9 @@ async def fit(
     thresholds = fit_thresholds(
         samples, model=embedder.name, examples_digest=semantic.digest, k=k, target_precision=target_precision
     )
-    # the no-LLM guess's bars, on the unsure training messages only. Tried on 2026-11-30: adding the
-    # examples left out one at a time (as for the lexical stage) gave bars that turned all 10 unsure
-    # training messages (all career) into wrong guesses: the examples are balanced across intents,
-    # real traffic is mostly career (docs/routing.md, "No-LLM mode").
+    # the no-LLM guess's bars, on the unsure training messages only: the examples are balanced across
+    # intents while real unsure traffic is mostly career, so bars fitted on held-out examples would guess
+    # against it (docs/routing.md, "No-LLM mode").
     thresholds = replace(thresholds, guess=fit_guess(samples, thresholds))
     router = CascadeRouter(
         embedder,

