@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from careerwise.evals import answers as ev
+from careerwise.evals.answer_summary import summarise
 from careerwise.events import (
     DeltaEvent,
     DoneEvent,
@@ -133,7 +134,7 @@ async def test_quoted_sentences_count_for_the_answer_and_apart_from_the_models_o
     assert result.points_hit == ["anchor 10-15%", "探錨換"] and result.points_in_model_text == ["探錨換"]
     assert result.first_text_s is not None and result.first_model_text_s is not None
     assert result.first_text_s <= result.first_model_text_s
-    summary = ev.summarise([result])
+    summary = summarise([result])
     assert summary["quoted_answers"] == 1
     assert summary["key_point_coverage_pct"] > summary["key_point_coverage_model_text_pct"]
 
@@ -158,7 +159,7 @@ def test_summary_splits_first_text_by_path() -> None:
     a = ev.AnswerResult(id="a", lang="zh-TW", covered=True, searched=True, first_text_s=6.0, total_s=20.0)
     b = ev.AnswerResult(id="b", lang="en", covered=False, searched=False, first_text_s=2.0, total_s=9.0)
     a.status = b.status = "ok"
-    s = ev.summarise([a, b])
+    s = summarise([a, b])
     assert s["first_text_a_s"]["p50"] == 6.0 and s["first_text_b_s"]["p50"] == 2.0
     assert s["searched_covered_pct"] == 100.0 and s["searched_uncovered_pct"] == 0.0
     json.dumps(s)  # printable as JSON

@@ -14,6 +14,7 @@ import pytest
 from careerwise import prompts
 from careerwise.evals import answers as ev
 from careerwise.evals import deep_checks as dc
+from careerwise.evals.answer_summary import format_table, summarise
 from careerwise.events import (
     DeltaEvent,
     DoneEvent,
@@ -252,7 +253,7 @@ async def test_a_question_without_a_tier_gets_no_deep_checks() -> None:
         DeltaEvent(text="- 同一條\n- 同一條\n你提到你是工程師。", phase=1), done(), item=simple
     )
     assert result.question_tier is None and result.duplicate_items == [] and result.invented_statements == []
-    assert "deep" not in ev.summarise([result])
+    assert "deep" not in summarise([result])
 
 
 def test_the_summary_reports_each_goal_overall_and_per_tier() -> None:
@@ -271,7 +272,7 @@ def test_the_summary_reports_each_goal_overall_and_per_tier() -> None:
         made("m2", "medium", 50.0, 10.0, duplicate_items=["i"], duplicate_citations=["c"]),
         made("c1", "complex", 80.0, 12.0, echoed_injection=["marker"], simplified=["这"], cited_gold=False),
     ]
-    deep = ev.summarise(results)["deep"]
+    deep = summarise(results)["deep"]
     assert deep["questions"] == 3 and deep["invented_statements"] == 1 and deep["off_domain_citations"] == 2
     assert deep["duplicate_items"] == 1 and deep["duplicate_citations"] == 1
     assert deep["echoed_injections"] == 1 and deep["simplified_answers"] == 1 and deep["leaks"] == 0
@@ -279,7 +280,7 @@ def test_the_summary_reports_each_goal_overall_and_per_tier() -> None:
     assert deep["first_section_s"]["p50"] == 10.0
     assert deep["tiers"]["medium"]["total_s"]["p50"] in (40.0, 50.0)
     assert deep["tiers"]["complex"]["total_s"]["p50"] == 80.0 and deep["tiers"]["complex"]["questions"] == 1
-    table = ev.format_table(results, ev.summarise(results))
+    table = format_table(results, summarise(results))
     assert "complex (1 questions)" in table and "echoed injections 1" in table
     json.dumps(deep)
 

@@ -109,6 +109,7 @@ def eval_answers(
 
     from careerwise.engine import TurnRequest
     from careerwise.evals import answers as ev
+    from careerwise.evals.answer_summary import format_table, summarise
     from careerwise.routing.router import RouteDecision
     from careerwise.services import build_services
 
@@ -177,9 +178,9 @@ def eval_answers(
         return results
 
     results = asyncio.run(run())
-    summary = ev.summarise(results)
+    summary = summarise(results)
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
         payload = {"set": str(path), "summary": summary, "results": [r.to_json() for r in results]}
         out.write_text(json.dumps(payload, ensure_ascii=False, indent=2), encoding="utf-8")
-    typer.echo(ev.format_table(results, summary), nl=False)
+    typer.echo(format_table(results, summary), nl=False)
