@@ -5,17 +5,12 @@ from __future__ import annotations
 import sys
 
 from bench import (
-    cache,
     concurrency,
     deep,
     disconnect,
     hostile,
     injection,
-    local_seed,
     memory,
-    memory_local,
-    propagation,
-    ratelimit,
     routing,
     search,
     ttft,
@@ -25,20 +20,15 @@ BENCHMARKS = {
     "ttft": ttft,
     "routing": routing,
     "search": search,
-    "cache": cache,
     "deep": deep,
     "concurrency": concurrency,
-    "propagation": propagation,
-    "local_seed": local_seed,
     "disconnect": disconnect,
-    "ratelimit": ratelimit,
     "hostile": hostile,
     "injection": injection,
     "memory": memory,
-    "memory_local": memory_local,
 }
 # the embedded model, minutes to an hour: only when asked for by name
-SLOW = {"local_seed", "injection", "memory_local"}
+SLOW = {"injection"}
 USAGE = (
     "usage: python -m bench [NAME ...]\n"
     f"Without a name every benchmark runs except the slow ones ({', '.join(sorted(SLOW))}).\n"

@@ -1,7 +1,7 @@
-"""The burst's two clients: httpx (the original) and a lean one on raw asyncio streams.
+"""The burst's two clients: httpx and a lean one on raw asyncio streams.
 
 Why a second client: 200 httpx streams in the benchmark process cost about as much CPU as the fake
-provider does (~6-9 ms a stream, 2026-11-30), on the same two cores as the server being measured. The
+provider does, on the same cores as the server being measured, so the rig would slow what it measures. The
 lean client writes the HTTP/1.1 request itself and reads the (chunked) body with ``StreamReader``; the
 lines it reads go through the same parsers as httpx's, so a first-text stamp is decided by the same code
 whichever client read the bytes: the first ``delta`` event through CareerWise, the GUARD-th non-blank

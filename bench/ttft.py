@@ -6,9 +6,6 @@ baseline is measured in the same run by reading the fake directly with the same 
 - path B: the moment the provider's stream allows text to be shown, i.e. when its first N non-blank
   chunks have arrived (N = the buffer guard; the guard's window counts as the provider's share);
 - path A: phase 1 read to its end, plus phase 3 up to its first chunk (the knowledge search is ours).
-
-Stream pacing (issue #10) must never hold the first text: a second server with ``CAREERWISE_STREAM_PACE_MS=0``
-answers the same questions, interleaved with the first (the shipped default), and both are printed.
 """
 
 from __future__ import annotations
@@ -106,18 +103,10 @@ def _server(data_dir: str, llm_port: int, port: int, **extra: str) -> tuple[list
     return [sys.executable, "-m", "careerwise.cli", "serve", "--port", str(port)], env
 
 
-def _default_pace() -> int:
-    from careerwise.config import Settings
-
-    return Settings.model_fields["stream_pace_ms"].default  # type: ignore[no-any-return]
-
-
 def run() -> list[str]:
     out: list[str] = []
     data_dir = tempfile.mkdtemp(prefix="cw-bench-")
-    unpaced_dir = tempfile.mkdtemp(prefix="cw-bench-")  # the pace-0 server's own database
     rows = []
-    pace_rows = []
     results: dict[str, tuple[list[Sample], list[Sample]]] = {}
     for mode, message in (("text", "面試要怎麼準備"), ("tool", "怎麼談薪水？")):
         llm_port, port = free_port(), free_port()
@@ -125,19 +114,12 @@ def run() -> list[str]:
         base = f"http://127.0.0.1:{llm_port}/v1"
         with process(fake, ready_url=f"{base}/models"):
             args, env = _server(data_dir, llm_port, port)
-            port0 = free_port()
-            args0, env0 = _server(unpaced_dir, llm_port, port0, CAREERWISE_STREAM_PACE_MS="0")
-            with (
-                process(args, env=env, ready_url=f"http://127.0.0.1:{port}/readyz", timeout=600),
-                process(args0, env=env0, ready_url=f"http://127.0.0.1:{port0}/readyz", timeout=600),
-            ):
-                url, url0 = f"http://127.0.0.1:{port}", f"http://127.0.0.1:{port0}"
+            with process(args, env=env, ready_url=f"http://127.0.0.1:{port}/readyz", timeout=600):
+                url = f"http://127.0.0.1:{port}"
                 _ours(url, message)  # warm-up: caches, connections
-                _ours(url0, message)
                 direct: list[Sample] = []
                 ours: list[Sample] = []
-                unpaced: list[Sample] = []
-                for run_no in range(RUNS):
+                for _ in range(RUNS):
                     if mode == "text":
                         direct.append(_provider_direct(base, tool_round=False))
                     else:
@@ -145,13 +127,7 @@ def run() -> list[str]:
                         # phase 3 is the text reply; its first chunk is what the user waits for
                         p3 = _provider_direct_tool_reply(base)
                         direct.append(Sample(p1.total_ms + p3.first_text_ms, p1.total_ms + p3.total_ms, 0))
-                    # the two servers take turns going first: neither always follows the direct read
-                    if run_no % 2:
-                        unpaced.append(_ours(url0, message))
-                        ours.append(_ours(url, message))
-                    else:
-                        ours.append(_ours(url, message))
-                        unpaced.append(_ours(url0, message))
+                    ours.append(_ours(url, message))
                 results[mode] = (direct, ours)
                 if mode == "text":
                     try:
@@ -159,19 +135,7 @@ def run() -> list[str]:
                     finally:
                         _close_forced()
                 added = [o.first_text_ms - d.first_text_ms for o, d in zip(ours, direct, strict=True)]
-                added0 = [o.first_text_ms - d.first_text_ms for o, d in zip(unpaced, direct, strict=True)]
                 label = "B (no tool)" if mode == "text" else "A (tool)"
-                for pace, samples, extra in ((_default_pace(), ours, added), (0, unpaced, added0)):
-                    pace_rows.append(
-                        [
-                            label,
-                            pace,
-                            pct([o.first_text_ms for o in samples], 50),
-                            pct(extra, 50),
-                            pct(extra, 95),
-                            pct([o.total_ms for o in samples], 50),
-                        ]
-                    )
                 rows.append(
                     [
                         label,
@@ -187,16 +151,6 @@ def run() -> list[str]:
     )
     out.append(table(["path", "provider p50 ms", "ours p50 ms", "added p50 ms", "added p95 ms"], rows))
     out.append("\nGoal: added p50 on path B <= 10 ms.")
-    out.append(
-        f"\n### Stream pacing: the same questions to a server with pace {_default_pace()} ms (the default) and "
-        "one with 0, interleaved\n"
-    )
-    out.append(
-        table(
-            ["path", "pace ms", "first text p50 ms", "added p50 ms", "added p95 ms", "total p50 ms"],
-            pace_rows,
-        )
-    )
     b_ours, a_ours = results["text"][1], results["tool"][1]
     out.append(
         "\n## Tool use vs forced injection (seed 000: search every time, chunks in the system prompt)\n"

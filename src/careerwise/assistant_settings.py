@@ -77,7 +77,7 @@ class AssistantSettings(Deadlines, Tunables):  # this order lists the tunables f
 
 PROFILE_KEYS = ("system_prompt", "knowledge_domains")
 KEYS: tuple[str, ...] = tuple(k for k in AssistantSettings.model_fields if k not in PROFILE_KEYS)
-# the timeouts' defaults depend on the provider (a local model is slower): config.py resolves them
+# the timeouts' defaults depend on the provider (a local model is slower): config/settings.py resolves them
 _RESOLVED = {
     "turn_deadline": "resolved_turn_deadline",
     "deep_step_timeout": "resolved_deep_step_timeout",

@@ -26,9 +26,9 @@ from careerwise.errors import (
     UserInputError,
 )
 from careerwise.events import DoneEvent, ErrorEvent, Event, RouteEvent
-from careerwise.flows._resume_context import stored_resume_loader
 from careerwise.flows.base import Flow, FlowContext, FlowOptions, FlowRegistry, TurnState
 from careerwise.flows.compact import design_of
+from careerwise.flows.resume_context import stored_resume_loader
 from careerwise.llm.profile import profile_of
 from careerwise.llm.types import ChatMessage, LLMProvider
 from careerwise.routing.router import ContextualRouter, RouteDecision, Router
@@ -387,8 +387,8 @@ class Engine:
         """The turn's reads before anything is stored or sent, fresh every turn (a change made in
         another process applies from the next turn on): the day's token count (429 when spent; not read
         when no budget applies) and the assistant with its settings (an unknown one 404, a disabled one
-        409). One job on the database's reader thread (TurnStore.reads_before_turn; docs/benchmarks.md,
-        "The database's share of a turn")."""
+        409). One job on the database's reader thread (TurnStore.reads_before_turn), so the event loop
+        serving other streams waits for none of it (decision 0007)."""
         budget = (
             self.budget if self.budget is not None and owner is not None and self.budget.applies else None
         )

@@ -21,7 +21,8 @@ CareerWiseError
 ├── ToolError                     a tool failed; reported to the model, never to HTTP
 │   └── ToolArgumentsError           the model's arguments did not parse or validate
 ├── StepFailed                    one deep-flow step gave no usable result; the flow steps down, never HTTP
-└── LinePushError                 LINE refused or kept failing a push; the LINE channel logs and counts it
+├── LinePushError                 LINE refused or kept failing a push; the LINE channel logs and counts it
+└── LineAssistantUnavailableError  the assistant set for LINE is unknown or disabled; logged and counted
 """
 
 from __future__ import annotations
@@ -134,7 +135,7 @@ class StepFailed(CareerWiseError):
     ``code``: timeout, turn_deadline, invalid_json, empty, llm_unavailable, llm_error, internal_error.
     ``unreachable``: the provider could not be reached at all (connect failure / 5xx), so a lower rung
     that also needs the LLM would fail the same way. The deep flows catch it and step down
-    (``flows/deep_steps.py``); it reaches neither a reply nor HTTP.
+    (``flows/deep_steps/``); it reaches neither a reply nor HTTP.
     """
 
     def __init__(self, code: str, detail: str = "", *, unreachable: bool = False) -> None:
@@ -150,3 +151,12 @@ class LinePushError(CareerWiseError):
     the cause."""
 
     code = "line_push_failed"
+
+
+class LineAssistantUnavailableError(CareerWiseError):
+    """The assistant configured for LINE (``CAREERWISE_LINE_ASSISTANT``) does not exist or is disabled: a
+    setup problem, not the user's (``channels/line/worker.py``). The user gets the channel's usual
+    failure line; the event is marked failed, logged, and counted in ``careerwise_errors_total`` under
+    this ``code``. It reaches no HTTP response (LINE's webhook has already been answered)."""
+
+    code = "line_assistant_unavailable"

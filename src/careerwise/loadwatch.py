@@ -20,9 +20,9 @@ delay it; it only makes the later updates of the answers already on screen coars
 behind. Both figures are gauges: ``careerwise_stream_pace_seconds`` and
 ``careerwise_event_loop_lag_seconds``.
 
-Off by default (``CAREERWISE_STREAM_PACE_MAX_MS=0``): on the saturated 2-core machine it saved 2-10 % of
-the loop's CPU a turn and did not shorten the time to first text (docs/decisions/0008-stream-pacing.md,
-the amendment). A loop that is behind already reads late, so a fixed pace merges more by itself.
+Off by default (``CAREERWISE_STREAM_PACE_MAX_MS=0``): it does not shorten the time to first text, and a
+loop that is behind already reads late, so a fixed pace merges more by itself (the figures:
+docs/decisions/0008-stream-pacing.md, the amendment).
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 handed back to the OS once a burst is over.
 
 Why this exists: glibc's malloc keeps memory that Python and the native libraries freed, for reuse,
-instead of returning it to the OS. After 200 concurrent streams the process stayed 10-20 MB above its
-idle size for good (docs/benchmarks.md, "Memory of the serving process"). Two knobs, both glibc-only and
+instead of returning it to the OS, so after a burst a process would stay above its idle size for good
+(docs/benchmarks.md, "Memory"). Two knobs, both glibc-only and
 a no-op elsewhere (musl, macOS):
 
 - ``limit_arenas``: ``mallopt(M_ARENA_MAX, n)``. Every thread that allocates (the to_thread pool, the
@@ -17,8 +17,8 @@ on with the memory it has.
 
 One more for time rather than size: ``freeze_heap``. CPython's full (generation 2) collection walks every
 container object alive; in a serving process that is the whole start-up heap (the app, SQLAlchemy's
-metadata, the routing examples, the knowledge index), and a probe in the 200-stream burst measured four
-such collections, the longest 118 ms: every open stream waits that long. Frozen after start-up, those
+metadata, the routing examples, the knowledge index), and every open stream waits for such a
+collection to end (docs/decisions/0013-garbage-collector-while-serving.md). Frozen after start-up, those
 objects are skipped by every later collection (they are still freed by reference counting as usual; a
 frozen object in a reference cycle that later becomes garbage is not collected, which for start-up
 objects that live as long as the process costs nothing).
@@ -208,8 +208,8 @@ def space_full_collections(every: int) -> tuple[int, int, int]:
     """Full (generation-2) collections at most once every ``every`` generation-1 collections instead of
     CPython's 10 (``gc.set_threshold``'s third value); returns the thresholds before, to restore. After
     ``freeze_heap`` the generation-2 heap is small, and CPython's other condition for a full collection
-    (a quarter more long-lived objects than at the last one) then holds almost always: a burst's own
-    objects brought one 36-66 ms collection per 200-stream burst (docs/benchmarks.md)."""
+    (a quarter more long-lived objects than at the last one) then holds almost always, and a burst's own
+    objects would bring a full collection in the middle of it (decision 0013)."""
     before = gc.get_threshold()
     gc.set_threshold(before[0], before[1], every)
     return before

@@ -151,8 +151,9 @@ class SharedRateLimiter:
             removed = int(connection.execute(delete_ended, ended).rowcount or 0) if clean else 0
             return int(hits), float(started), removed
 
-        # off the event loop (docs/benchmarks.md, "PostgreSQL's share of the burst"): on PostgreSQL the
+        # off the event loop, so counting a request never stalls the streams it serves: on PostgreSQL the
         # reader threads' autocommit connections, each statement atomic on its own; on SQLite the writer
+        # thread, in one transaction (SQLite has one writer)
         hits, started, removed = await self.db.write_atomic(count, name=f"rate limit {self.scope}")
         if removed:
             self.cleaned += removed

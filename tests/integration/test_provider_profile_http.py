@@ -35,7 +35,7 @@ async def collect(p: OpenAIProvider) -> str:
 
 
 async def collect_with_one_retry(p: OpenAIProvider) -> str:
-    """What a deep step does (flows/deep_steps.py): a retryable failure is tried once more."""
+    """What a deep step does (flows/deep_steps/): a retryable failure is tried once more."""
     try:
         return await collect(p)
     except LLMError as exc:

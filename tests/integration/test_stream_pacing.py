@@ -16,7 +16,8 @@ import openai
 import pytest
 
 from careerwise.errors import LLMTimeoutError
-from careerwise.llm.openai_provider import OpenAIProvider, _flow_control
+from careerwise.llm.openai_provider import OpenAIProvider
+from careerwise.llm.paced_reads import flow_control
 from careerwise.llm.types import ChatMessage, CompletionRequest, StreamChunk, StreamPacing, ToolSpec
 from careerwise.loadwatch import StreamPace
 from tests.conftest import LiveServer, client, parse_sse
@@ -227,7 +228,7 @@ async def test_the_sdk_aiohttp_connection_can_be_paused(fake_llm: FakeLLM) -> No
         async with sdk.chat.completions.with_streaming_response.create(
             stream=True, model="fake-model", messages=[{"role": "user", "content": "hi"}]
         ) as response:
-            assert _flow_control(response.http_response) is not None
+            assert flow_control(response.http_response) is not None
             async for _ in response.http_response.aiter_bytes():
                 pass
     finally:

@@ -16,7 +16,7 @@ from careerwise.routing.router import RouteDecision
 from careerwise.services import Services
 from careerwise.store import Message, Trace
 from careerwise.store.traces import TraceStore
-from careerwise.tracing.background import QUOTE_SIMILARITY, failure_counts
+from careerwise.tracing.background import ANSWER_LOOP, QUOTE_SIMILARITY, failure_counts
 from tests.conftest import ready
 from tests.fakes.fake_llm import Call, FakeLLM, error, stall, text, tool_calls
 
@@ -367,15 +367,18 @@ async def test_a_slow_provider_shows_the_articles_own_sentences_before_the_answe
     deltas = [e for e in events if isinstance(e, DeltaEvent)]
     quote, *model = deltas
     assert quote.phase == 2 and all(d.phase == 3 for d in model)
-    assert quote.text.startswith("**Summer 的文章怎麼說**\n> 「")
+    assert quote.text.startswith("**Summer 的文章怎麼說**\n《")
     result = next(e for e in events if isinstance(e, ToolResultEvent))
     titles = {s.title for s in result.sources}
     assert any(f"《{t}》" in quote.text for t in titles)
-    # every quoted sentence is the article's own text
+    # every quoted sentence is the article's own text, and the outline is one article's own headings
     corpus = " ".join(
         p.read_text(encoding="utf-8")
         for p in (Path(__file__).parents[2] / "src/careerwise/data/corpus").glob("*.md")
     )
+    outline = [line[2:] for line in quote.text.splitlines() if line.startswith("- ")]
+    assert len(outline) >= 2 and all(f"## {point}\n" in corpus for point in outline)
+    assert sum(line.startswith("> 「") for line in quote.text.splitlines()) <= 2
     for line in quote.text.splitlines()[1:]:
         if line.startswith("> 「"):
             said = line[3 : line.index("」——《")].rstrip("…")
@@ -432,3 +435,24 @@ async def test_a_failed_quote_embedding_falls_back_to_word_overlap_and_is_counte
     assert quote.text.startswith("**Summer 的文章怎麼說**")
     assert failure_counts().get(QUOTE_SIMILARITY, 0) == before + 1
     assert isinstance(events[-1], DoneEvent) and events[-1].status == "ok"
+
+
+async def test_an_answer_that_starts_over_ends_before_the_copy_and_is_counted(
+    fake_llm: FakeLLM, make_services: Callable[..., Services]
+) -> None:
+    """A small model can loop: the sentence it writes a second time is not shown, the answer ends
+    there (status ok), and the loop is counted; the stored answer is what the user saw."""
+    said = "先算出你心裡會滿意的數字，再把開口的數字設高一成。"
+    fake_llm.script(
+        tool_calls(Call(SEARCH, {"query": "談薪水 開口 數字"}, id="call_1")),
+        text(f"{said}然後準備證據。\n\n{said}然後準備證據。\n\n{said}", chunk_size=3),
+    )
+    services = make_services()
+    before = failure_counts().get(ANSWER_LOOP, 0)
+    events = await tool_use_turn(services, "談薪水的時候，第一個開口的數字要怎麼定？")
+    assert answer(events) == f"{said}然後準備證據。\n\n"
+    assert isinstance(events[-1], DoneEvent) and events[-1].status == "ok"
+    assert failure_counts().get(ANSWER_LOOP, 0) == before + 1
+    async with services.db.session() as s:
+        stored = (await s.execute(select(Message.content).where(Message.role == "assistant"))).scalars().all()
+    assert stored[-1] == f"{said}然後準備證據。\n\n"

@@ -106,3 +106,51 @@ def test_render_names_the_article_and_is_empty_without_quotes() -> None:
     block = quotes.render(chosen, zh=True)
     assert block.startswith("**Summer 的文章怎麼說**") and "《談薪水不是喊價》" in block
     assert quotes.render([], zh=True) == ""
+
+
+SECTIONS = [
+    ("", "很多人拿到 offer 的第一反應是答應。"),
+    ("第一步「探」：先弄清楚對方的預算範圍", "先問清楚三件事。"),
+    ("第一步「探」：先弄清楚對方的預算範圍", "另外，Summer 有一條「24 小時原則」。"),
+    ("第二步「錨」：第一個數字比目標高 10% 到 15%", "錨點加一成半。"),
+    ("兩個案例", "小安是後端工程師。"),
+    ("什麼時候該收手", "談判最多來回兩輪。"),
+]
+
+
+def test_the_outline_is_the_articles_headings_in_order_without_story_headings() -> None:
+    got = quotes.outline(SECTIONS, document_id="a-neg", title="談薪水不是喊價", chinese=True)
+    assert got is not None and got.title == "談薪水不是喊價"
+    assert got.points == (
+        "第一步「探」：先弄清楚對方的預算範圍",
+        "第二步「錨」：第一個數字比目標高 10% 到 15%",
+        "什麼時候該收手",
+    )
+    english = [("The 70/2 rule", "x"), ("Two client stories", "y"), ("If the answer is not yet", "z")]
+    got = quotes.outline(english, document_id="a-promo", title="Asking", chinese=False)
+    assert got is not None and got.points == ("The 70/2 rule", "If the answer is not yet")
+    assert quotes.outline(english, document_id="a-promo", title="Asking", chinese=False, limit=1) is not None
+    assert quotes.outline(SECTIONS, document_id="a-neg", title="t", chinese=True, limit=2).points == (
+        "第一步「探」：先弄清楚對方的預算範圍",
+        "第二步「錨」：第一個數字比目標高 10% 到 15%",
+    )
+
+
+def test_no_outline_in_another_language_or_with_fewer_than_two_headings() -> None:
+    assert quotes.outline(SECTIONS, document_id="a-neg", title="t", chinese=False) is None
+    assert quotes.outline(SECTIONS[:3], document_id="a-neg", title="t", chinese=True) is None
+
+
+def test_render_puts_the_outline_before_the_quotes() -> None:
+    got = quotes.outline(SECTIONS, document_id="a-neg", title="談薪水不是喊價", chinese=True)
+    chosen = select([NEGOTIATION], "談薪水開口的數字要怎麼設？", limit=1)
+    block = quotes.render(chosen, zh=True, outline=got)
+    lines = block.splitlines()
+    assert lines[:3] == [
+        "**Summer 的文章怎麼說**",
+        "《談薪水不是喊價》的重點：",
+        "- 第一步「探」：先弄清楚對方的預算範圍",
+    ]
+    assert lines[-2].startswith("> 「") and block.endswith("\n\n")
+    only = quotes.render([], zh=False, outline=quotes.Outline("a", "Asking", ("One", "Two")))
+    assert only == "**What Summer's articles say**\nKey points of *Asking*:\n- One\n- Two\n\n"

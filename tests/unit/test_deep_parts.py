@@ -16,17 +16,9 @@ from careerwise.events import Event, ProgressEvent
 from careerwise.flows import deep_steps
 from careerwise.flows.base import FlowContext, FlowOptions
 from careerwise.flows.career_chain import Draft, ReflectionOutput, apply_review, split_query
-from careerwise.flows.deep_steps import Budget
-from careerwise.flows.parallel import (
-    FACETS,
-    AgentOutput,
-    AgentResult,
-    MergeOutput,
-    build_report,
-    check_statements,
-    facet_queries,
-    items_of,
-)
+from careerwise.flows.deep_steps import Budget, orchestration
+from careerwise.flows.facets import FACETS, AgentOutput, AgentResult, facet_queries, items_of
+from careerwise.flows.merge import MergeOutput, build_report, check_statements
 from careerwise.knowledge.index import Hit, IndexedChunk
 from careerwise.llm.types import ChatMessage, CompletionRequest, StreamChunk, Usage
 from careerwise.tools.registry import ToolRegistry
@@ -344,7 +336,7 @@ async def test_a_task_that_fails_as_the_pump_closes_is_logged_and_counted(
     before = failure_counts()[DEEP_TASK_AFTER_CLOSE]
     gen = deep_steps.pump(run)
     await gen.__anext__()
-    with caplog.at_level(logging.ERROR, logger=deep_steps.log.name):
+    with caplog.at_level(logging.ERROR, logger=orchestration.log.name):
         await gen.aclose()
     assert failure_counts()[DEEP_TASK_AFTER_CLOSE] == before + 1
     assert any("after its reader had gone" in r.getMessage() and r.exc_info for r in caplog.records)

@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import careerwise.errors as errors
+from careerwise.channels.line import ASSISTANT_UNAVAILABLE
+from careerwise.channels.line import LineAssistantUnavailableError as LineChannelAssistantError
 from careerwise.channels.line import LinePushError as LineChannelPushError
 from careerwise.errors import CareerWiseError, LinePushError, StepFailed
 
@@ -26,3 +28,12 @@ def test_step_failed_keeps_its_code_detail_and_reach() -> None:
 def test_the_line_channel_raises_the_trees_push_error() -> None:
     assert LineChannelPushError is LinePushError
     assert LinePushError("push refused").code == "line_push_failed"
+
+
+def test_the_line_channel_raises_the_trees_assistant_error_and_counts_its_code() -> None:
+    # defined in errors.py (so the tree test above checks it is drawn there), not beside the channel
+    assert getattr(errors, "LineAssistantUnavailableError", None) is LineChannelAssistantError
+    error = LineChannelAssistantError("the LINE assistant 'nobody' does not exist")
+    assert isinstance(error, CareerWiseError)
+    # the channel counts it in careerwise_errors_total under the tree's code, as the engine does its errors
+    assert error.code == ASSISTANT_UNAVAILABLE == "line_assistant_unavailable"

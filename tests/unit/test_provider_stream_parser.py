@@ -18,7 +18,8 @@ import pytest
 
 from careerwise.errors import LLMTimeoutError, LLMUnavailableError
 from careerwise.llm.accumulator import ToolCallAccumulator
-from careerwise.llm.openai_provider import OpenAIProvider, SSEDecoder, parse_chunk
+from careerwise.llm.openai_provider import OpenAIProvider
+from careerwise.llm.sse import SSEDecoder, parse_chunk
 from careerwise.llm.types import ChatMessage, CompletionRequest, StreamChunk, ToolCallDelta, Usage
 from careerwise.tracing.llm_calls import LLMCall, ObservedProvider
 from tests.fakes.fake_llm import FakeLLM, connection_reset, raw, stall

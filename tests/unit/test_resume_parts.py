@@ -13,14 +13,8 @@ from careerwise.flows.deep_steps import parse_model
 from careerwise.resume.contact import has_contact, mask_contact
 from careerwise.resume.extract import ExtractLimits, ResumeFileError, ResumeTypeError, extract_resume, sniff
 from careerwise.resume.report import PreviousReview, build_report
-from careerwise.resume.scoring import (
-    SectionScore,
-    is_quantified,
-    rewrite_problem,
-    rule_score,
-    scoring_model,
-    weakest_lines,
-)
+from careerwise.resume.rewrites import rewrite_problem
+from careerwise.resume.scoring import SectionScore, is_quantified, rule_score, scoring_model, weakest_lines
 from careerwise.resume.service import target_role_in
 from careerwise.resume.structure import BlockLabels, by_headings, from_labels, heading_kind, looks_like_resume
 from tests.fixtures.resume_files import RESUME_EN, RESUME_ZH, resume_docx, resume_pdf

@@ -16,19 +16,21 @@ from careerwise.llm.types import ChatMessage, CompletionRequest
 from careerwise.resume.chain import ReviewResult
 from careerwise.resume.contact import ContactSummary, mask_contact
 from careerwise.resume.report import build_report
+from careerwise.resume.rewrites import (
+    placeholder_figures,
+    rewrite_problem,
+    rewrites_model,
+    rewrites_schema,
+    template_rewrite,
+)
 from careerwise.resume.scoring import (
     SectionScore,
     has_quantified_achievement,
     merge_scores,
     penalise_no_numbers,
-    placeholder_figures,
-    rewrite_problem,
-    rewrites_model,
-    rewrites_schema,
     rule_score,
     scoring_model,
     scoring_schema,
-    template_rewrite,
     weakest_lines,
 )
 from careerwise.resume.structure import (
@@ -362,7 +364,7 @@ def test_a_copy_of_the_line_or_of_another_is_not_a_rewrite(original: str, rewrit
 
 
 def test_a_rewrite_without_a_result_gets_one_to_fill_in() -> None:
-    from careerwise.resume.scoring import with_result_placeholder
+    from careerwise.resume.rewrites import with_result_placeholder
 
     assert with_result_placeholder("Built the REST API with unit tests.", False) == (
         "Built the REST API with unit tests, raising [metric] by [X]%"

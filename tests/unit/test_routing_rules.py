@@ -200,6 +200,12 @@ MUST_NOT_MATCH: dict[str, tuple[str, ...]] = {
         "老闆叫我幫客戶預約拜訪時間，行政工作做太多會影響升遷嗎",
         "HR 要我自己上系統預約面試時間，要選早上還是下午",
         "請病假要先預約門診證明嗎",
+        # an employer's counselling programme, the user's own clients, a relative's check-up
+        "公司的員工協助方案可以免費談幾次，要怎麼預約",
+        "我是諮詢師，個案一直臨時取消預約，可以收費嗎",
+        "我爸要預約醫院的復健，網站一直當機",
+        "客戶約不到時間，業績要怎麼衝",
+        "HR 問我怎麼約你比較方便，我要怎麼回",
     ),
     "booking.zh.change": (
         "二面可以改期嗎？會不會扣分",
@@ -321,12 +327,102 @@ MUST_NOT_MATCH: dict[str, tuple[str, ...]] = {
         "好，那我要準備什麼作品集",
         "ok so what should I do next about the layoff",
     ),
+    "booking.zh.terms": (
+        "健身房十堂一起買比較便宜嗎",
+        "主管說一對一和團體會議要分開排，我該怎麼安排",
+        "上班打卡常常會晚到五分鐘，會被記過嗎",
+        "公司的員工諮詢可以用英文嗎",
+    ),
+    "booking.zh.receipt": (
+        "我在會計部負責開發票，抬頭一直打錯會被扣薪嗎",
+        "客戶要求發票抬頭改成新公司，業務要怎麼回",
+    ),
+    "booking.en.with_summer": (
+        "my manager wants to book a call with you? no, with the whole team, how do I prep",
+        "how do I schedule time with my skip-level for my team's review",
+        "can we grab a call with summer interns about the return offers",
+    ),
+    "resume.zh.passage": (
+        "面試的自我介紹我是這樣寫的：「大家好，我叫小明，畢業於政大」，會太長嗎",
+        "學歷欄要寫高中嗎",
+        "技能要怎麼寫比較好",
+    ),
+    "resume.en.passage": (
+        "can you rewrite this summary of the quarterly report for my boss",
+        "how do I write a strong summary section",
+        "I updated my slide deck summary, is it better?",
+    ),
     "greet.about": (
         "你是誰介紹給我的 HR 嗎，我該怎麼回他",
         "what can you do about a boss who steals credit",
         "你能幫我做什麼樣的職涯規劃",
     ),
 }
+
+
+@pytest.mark.parametrize(
+    ("message", "rule_id"),
+    [
+        # booking in words the rules lacked: asking for Summer, a day named, students, a bundle,
+        # arriving late, the language, a group, a receipt for the employer, a confirmation that differs
+        ("請問要怎麼約到妳", "booking.zh.reserve"),
+        ("這週末還約得到嗎", "booking.zh.reserve"),
+        ("幫我約下禮拜二", "booking.zh.reserve"),
+        ("我想幫我哥約一次諮詢", "booking.zh.reserve"),
+        ("Summer 禮拜六下午有開放嗎", "booking.zh.slot"),
+        ("我是大學生 有沒有學生可以用的優惠", "booking.zh.payment"),
+        ("三次一起買有比較划算的組合價嗎", "booking.zh.terms"),
+        ("週四的諮詢我可能會遲到一下", "booking.zh.terms"),
+        ("一對一還是小團體比較適合我", "booking.zh.terms"),
+        ("收據抬頭可以寫我們公司嗎 要報帳", "booking.zh.receipt"),
+        ("can I get a session with summer before my final round", "booking.en.with_summer"),
+        ("is the coaching in english or chinese", "booking.en.session"),
+        ("I booked friday but the confirmation says saturday", "booking.en.session"),
+        # resume requests in words the rules lacked: a typo, writing one, a passage, a section, attached
+        ("幫我看履立", "resume.zh.review"),
+        ("可以幫忙寫一份應徵行政助理的求職信嗎", "resume.zh.review"),
+        ("轉職信麻煩幫我看看語氣", "resume.zh.review"),
+        ("技能：溝通協調、Excel、PowerPoint 這樣寫夠嗎", "resume.zh.passage"),
+        ("LinkedIn 的 About 寫好了 幫我潤一下", "resume.zh.review"),
+        ("這是我的英文履歷 Summary: Marketing analyst with 3 years", "resume.zh.pasted"),
+        ("自傳第二段我改成：「在門市三年，我學會從客人的抱怨裡找到改善的方法」", "resume.zh.passage"),
+        ("can you write me a CV? I worked two summers as a lifeguard", "resume.en.review"),
+        ("resume attached, be honest", "resume.en.review"),
+        ("polish this bullet: organised weekly team events", "resume.en.passage"),
+        # off-topic kinds: a speech, transport, a child's homework, a tip, a relative's check-up
+        ("幫我想一段生日致詞", "offtopic.zh.request"),
+        ("捷運從淡水到動物園要多久", "offtopic.zh.request"),
+        ("我女兒的數學作業看不懂", "offtopic.zh.request"),
+        ("what's a 10% tip on 2,400", "offtopic.en.request"),
+        ("我姊要預約診所的健檢", "offtopic.zh.errand"),
+        ("先這樣 改天再聊", "greet.bye"),
+    ],
+)
+def test_booking_resume_and_offtopic_in_new_words(message: str, rule_id: str) -> None:
+    matched = match_rules(message)
+    assert matched is not None and matched.id == rule_id, (message, matched and matched.id)
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        # the new words used about something else: the employer's receipts, someone else's check-up,
+        # the user's own clients, a coworker's time, a job's languages, someone's homework at work
+        "我爸要預約醫院的健檢 但我要上班沒辦法陪",
+        "老闆要我幫客戶約下週二",
+        "主管要怎麼約到大老闆",
+        "主管問我你禮拜六下午有空嗎，我該答應加班嗎",
+        "學生實習有比較便宜的員工餐嗎",
+        "新工作會用到英文嗎",
+        "同事的小孩作業要我幫忙，這樣算加班嗎",
+        "what's a 15% raise on my salary",
+        "should I write a cover letter for every application",
+        "how do I write a summary for my resume",
+    ],
+)
+def test_new_words_used_about_work_are_not_booking_resume_or_offtopic(message: str) -> None:
+    matched = match_rules(message)
+    assert matched is None or matched.intent == "career", (message, matched.id)
 
 
 def test_every_rule_has_cases_it_must_not_match() -> None:
@@ -464,6 +560,10 @@ def test_a_booking_request_after_a_story_is_not_vetoed(message: str, veto: str |
         ("我的履歷太長了，可以幫我刪短一點嗎", None),
         ("my resume is two pages, can you help me cut it to one", None),
         ("review my resume please", None),
+        # whether something belongs in a document at all is a general question too
+        ("cover letter 要寫幾段", "幾段"),
+        ("履歷要不要寫期望薪資", "要不要寫"),
+        ("is it a good idea to mention a gap year in my cover letter?", "is it a good idea to mention"),
     ],
 )
 def test_a_question_about_a_documents_length_vetoes_a_resume_verdict(message: str, veto: str | None) -> None:
@@ -524,6 +624,21 @@ def test_a_word_of_work_vetoes_an_offtopic_verdict(message: str, veto: str | Non
         ("how do I even choose a team", "can't pick"),
         ("thinking about jumping ship to a competitor", "leaving"),
         ("what would you do in my shoes", "what would you do"),
+        # a situation that ends in a feeling or an appeal, with a step or an offer in it
+        ("新創找我去當技術長 股票很多但薪水砍半 老婆還在請育嬰假 我好迷惘", "a step weighed"),
+        ("被調去台中分公司 升一級 可是爸媽年紀大了 最近都睡不著", "a step weighed"),
+        ("兩家都錄取了 一家近一家薪水高 你覺得呢", "兩個選項"),
+        ("我爸要我回家接工廠 我自己其實比較想留在台北做設計", "別人要我…"),
+        ("不接這個外派的話 大概就升不上去了", "…的話"),
+        ("已經答應人家了 現在反悔會不會很難看", "這步…嗎"),
+        ("got an offer from a bank but my gut says stay at the startup", "a step weighed"),
+        ("thinking of a sabbatical to travel, but a gap on my cv terrifies me", "a step weighed"),
+        (
+            "the safe option is to stay, the fun option is the startup offer, I keep going back and forth",
+            "a step weighed",
+        ),
+        ("is taking a 15% cut for a remote job a sucker move", "what would you do"),
+        ("the other company wants an answer tomorrow, do I stall them", "do I take"),
     ],
 )
 def test_a_decision_without_a_listed_word_is_complex(message: str, reason: str) -> None:
@@ -544,6 +659,12 @@ def test_a_decision_without_a_listed_word_is_complex(message: str, reason: str) 
         ("I walked out of the interview early, how do I follow up", "medium"),  # told, not planned
         ("走不走得了要看主管同不同意", "medium"),  # 走不走得了 asks whether one can
         ("午安 請問勞保要怎麼轉出", "simple"),  # a greeting in front is not counted
+        # a feeling without a step, or a practical question about a step, is not a decision
+        ("今天被主管當眾罵 心很亂 不想說話", "medium"),
+        ("下個月要離職了 但特休還有十天沒休完 怎麼辦", "medium"),
+        ("離職後勞健保要怎麼接 我有點焦慮", "medium"),
+        ("收到錄取通知了 好興奮 報到那天要帶什麼", "medium"),
+        ("I'm anxious about my first day at the new job, any tips on what to wear", "medium"),
     ],
 )
 def test_an_or_or_a_complaint_alone_is_not_a_decision(message: str, tier: str) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from careerwise.errors import LLMUnavailableError
-from careerwise.llm.openai_provider import _BodyReader, merge_text
+from careerwise.llm.sse import BodyReader, merge_text
 from careerwise.llm.types import CompletionRequest, StreamChunk, StreamPacing, ToolCallDelta, Usage
 
 
@@ -46,7 +46,7 @@ def test_nothing_to_merge_is_left_as_it_is() -> None:
 
 
 def test_a_read_is_parsed_whole_and_the_done_marker_ends_it() -> None:
-    reader = _BodyReader("p", cap=1000)
+    reader = BodyReader("p", cap=1000)
     data = _sse({"content": "一"}) + _sse({"content": "二"}) + _sse({}, "stop") + b"data: [DONE]\n\n"
     chunks, error = reader.parse(data + _sse({"content": "never read"}))
     assert error is None
@@ -55,7 +55,7 @@ def test_a_read_is_parsed_whole_and_the_done_marker_ends_it() -> None:
 
 
 def test_chunks_before_a_bad_chunk_are_kept_and_the_error_comes_after() -> None:
-    reader = _BodyReader("p", cap=1000)
+    reader = BodyReader("p", cap=1000)
     chunks, error = reader.parse(
         _sse({"content": "看得到"}) + b"data: {not json\n\n" + _sse({"content": "x"})
     )
@@ -66,7 +66,7 @@ def test_chunks_before_a_bad_chunk_are_kept_and_the_error_comes_after() -> None:
 
 
 def test_the_size_cap_ends_the_read_with_a_length_finish() -> None:
-    reader = _BodyReader("p", cap=4)
+    reader = BodyReader("p", cap=4)
     chunks, error = reader.parse(
         _sse({"content": "一二"}) + _sse({"content": "三四五"}) + _sse({"content": "六"})
     )

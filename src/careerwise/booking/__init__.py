@@ -12,15 +12,12 @@ from careerwise.booking.errors import (
     SlotTakenError,
     SlotUnavailableError,
 )
-from careerwise.booking.service import (
-    BookingLimits,
-    BookingService,
-    BookingView,
-    BookResult,
-    token_key,
-)
+from careerwise.booking.limits import BookingLimits
+from careerwise.booking.service import BookingService
 from careerwise.booking.slots import DEFAULT_COACH, Availability, DayException, Slot
 from careerwise.booking.timefmt import slot_label
+from careerwise.booking.tokens import token_key
+from careerwise.booking.views import BookingView, BookResult
 
 __all__ = [
     "DEFAULT_COACH",

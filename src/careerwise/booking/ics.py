@@ -10,7 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from zoneinfo import ZoneInfo
 
+from careerwise.booking.timefmt import slot_label
+from careerwise.booking.views import BookingView
 from careerwise.store import as_utc
 
 CRLF = "\r\n"
@@ -106,3 +109,23 @@ def _vevent(event: CalendarEvent) -> list[str]:
         "END:VEVENT",
     ]
     return lines
+
+
+def booking_event(view: BookingView, tz: ZoneInfo, *, sequence: int, url: str | None) -> CalendarEvent:
+    """The VEVENT of one booking: UID its origin id, ``sequence`` the earlier bookings of its chain."""
+    label = slot_label(view.slot_start, view.slot_end, tz, zh=True)
+    topic = f"\n主題 Topic: {view.topic}" if view.topic else ""
+    return CalendarEvent(
+        uid=f"{view.origin_id}@careerwise",
+        start=view.slot_start,
+        end=view.slot_end,
+        stamp=view.updated_at,
+        summary="職涯諮詢 with Summer (CareerWise)",
+        description=(
+            f"{label}\n預約人 Name: {view.name}\n聯絡方式 Contact: {view.contact.display()}\n"
+            f"預約編號 Booking: {view.id}{topic}"
+        ),
+        url=url,
+        sequence=sequence,
+        cancelled=view.status == "cancelled",
+    )

@@ -1,43 +1,39 @@
 """The booking service: free slots, book / cancel / reschedule / list, tokens, calendars; the
-availability it reads (weekly hours, default hours, exceptions) is :mod:`careerwise.booking._availability`.
+availability it reads (weekly hours, default hours, exceptions) is :mod:`careerwise.booking._availability`,
+the calendar files :mod:`careerwise.booking._calendars`.
 
 Every rule that protects a booking is enforced in one transaction with the database as the judge:
 the partial unique index ``uq_bookings_active_slot`` refuses a second active booking of a slot, and
 the unique ``idempotency_key`` makes a retried request find the booking the first one made. Code
 checks before the write are for clear messages, never for correctness.
 
-The per-client limits (:class:`BookingLimits`: bookings made in 24 hours, upcoming bookings held) are
-counted in the same transaction as the insert, the new row included, so concurrent requests from one
-client cannot pass them together: SQLite's write lock serialises the transactions, and on PostgreSQL
-a transaction-scoped advisory lock on the client's key does.
+The per-client limits (:mod:`careerwise.booking.limits`) are counted in the same transaction as the
+insert, the new row included, so concurrent requests from one client cannot pass them together. What
+callers get back is a detached :class:`~careerwise.booking.views.BookingView`; anonymous callers prove
+a booking is theirs with a token (:mod:`careerwise.booking.tokens`).
 """
 
 from __future__ import annotations
 
-import base64
 import hashlib
-import hmac
 import json
 import logging
-import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import func, or_, select, text, update
+from sqlalchemy import or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from careerwise.booking import ics
 from careerwise.booking._availability import (
     MAX_START_OFFSET_DAYS,
     AvailabilityMixin,
     _rowcount,
 )
+from careerwise.booking._calendars import CalendarMixin
 from careerwise.booking.contact import Contact, parse_contact, parse_name
 from careerwise.booking.errors import (
-    BookingLimitError,
     BookingNotActiveError,
     BookingNotFoundError,
     IdempotencyKeyReusedError,
@@ -46,16 +42,18 @@ from careerwise.booking.errors import (
     SlotUnavailableError,
 )
 from careerwise.booking.hours import Weekly
+from careerwise.booking.limits import BookingLimits, lock_client, refuse_over_limits
 from careerwise.booking.slots import (
     DEFAULT_COACH,
     Availability,
     Slot,
     find_slot,
     free_slots,
-    local_instant,
     local_today,
 )
 from careerwise.booking.timefmt import slot_label
+from careerwise.booking.tokens import BookingTokens
+from careerwise.booking.views import BookingView, BookResult
 from careerwise.store import (
     Booking,
     Database,
@@ -77,66 +75,7 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-@dataclass(frozen=True)
-class BookingView:
-    id: str
-    coach_id: str
-    slot_start: datetime
-    slot_end: datetime
-    name: str
-    contact: Contact
-    status: str
-    user_id: str | None
-    conversation_id: str | None
-    channel: str
-    origin_id: str
-    rescheduled_from: str | None
-    created_at: datetime
-    updated_at: datetime
-    client_key: str | None = None
-    topic: str | None = None
-
-    @classmethod
-    def of(cls, row: Booking) -> BookingView:
-        return cls(
-            id=row.id,
-            coach_id=row.coach_id,
-            slot_start=as_utc(row.slot_start),
-            slot_end=as_utc(row.slot_end),
-            name=row.name,
-            contact=Contact("email" if row.contact_kind == "email" else "line", row.contact),
-            status=row.status,
-            user_id=row.user_id,
-            conversation_id=row.conversation_id,
-            channel=row.channel,
-            origin_id=row.origin_id,
-            rescheduled_from=row.rescheduled_from,
-            created_at=as_utc(row.created_at),
-            updated_at=as_utc(row.updated_at),
-            client_key=row.client_key,
-            topic=row.topic,
-        )
-
-
-@dataclass(frozen=True)
-class BookingLimits:
-    """What one client (``client_key``: an IP, a LINE user) may do; 0 = no limit. A booking made
-    without a client key (the admin CLI, a direct caller) is not limited."""
-
-    per_day: int = 0  # bookings made in any 24 hours, cancelled ones included (reschedules are not new)
-    held: int = 0  # active bookings whose slot has not ended yet
-
-
-_DAY = timedelta(hours=24)
-
-
-@dataclass(frozen=True)
-class BookResult:
-    booking: BookingView
-    created: bool  # False: an idempotent replay returned the booking made earlier
-
-
-class BookingService(AvailabilityMixin):
+class BookingService(CalendarMixin, AvailabilityMixin):
     def __init__(
         self,
         db: Database,
@@ -156,7 +95,7 @@ class BookingService(AvailabilityMixin):
         self.default_hours: Weekly = dict(default_hours or {})
         self.contact_line = contact_line.strip()
         self.coach_id = coach_id
-        self._token_key = token_key
+        self._tokens = BookingTokens(token_key)
         self._clock = clock
 
     # --- slots --------------------------------------------------------------------------------
@@ -284,11 +223,11 @@ class BookingService(AvailabilityMixin):
         await self.check_limits(client_key)  # the clear refusal before the slot is looked at
         try:
             async with self.db.session() as s, s.begin():
-                await self._lock_client(s, client_key)
+                await lock_client(s, self.limits, client_key, postgresql=self.db.is_postgresql)
                 s.add(row)
                 await s.flush()
                 await self._refuse_overlap(s, row)
-                await self._refuse_over_limits(s, client_key, now=now, counting_new=True)
+                await refuse_over_limits(s, self.limits, client_key, now=now, counting_new=True)
         except IntegrityError as exc:
             return BookResult(await self._after_integrity_error(exc, idempotency_key, digest, start), False)
         log.info("booking %s: %s booked by %s", row.id, slot.start.isoformat(), channel)
@@ -300,62 +239,7 @@ class BookingService(AvailabilityMixin):
         if client_key is None or not (self.limits.per_day or self.limits.held):
             return
         async with self.db.session() as s:
-            await self._refuse_over_limits(s, client_key, now=self.now(), counting_new=False)
-
-    async def _lock_client(self, s: AsyncSession, client_key: str | None) -> None:
-        """PostgreSQL: one client's bookings are counted and inserted one transaction at a time (READ
-        COMMITTED would let two concurrent transactions each miss the other's new row). SQLite's write
-        lock already serialises every writing transaction."""
-        if client_key is not None and self.db.is_postgresql and (self.limits.per_day or self.limits.held):
-            await s.execute(
-                text("SELECT pg_advisory_xact_lock(hashtext(:key))"), {"key": f"booking:{client_key}"}
-            )
-
-    async def _refuse_over_limits(
-        self, s: AsyncSession, client_key: str | None, *, now: datetime, counting_new: bool
-    ) -> None:
-        """``counting_new``: the new booking is already flushed in ``s`` and counted; else one more is
-        asked for. Held first: its message tells the client what to do (cancel one)."""
-        if client_key is None:
-            return
-        extra = 0 if counting_new else 1
-        mine = Booking.client_key == client_key
-        if self.limits.held:
-            held_ends = (
-                await s.scalars(
-                    select(Booking.slot_end)
-                    .where(mine, Booking.status == "active", Booking.slot_end > now)
-                    .order_by(Booking.slot_end)
-                )
-            ).all()
-            if len(held_ends) + extra > self.limits.held:
-                log.info("booking: %s holds %d upcoming bookings: refused", client_key, len(held_ends))
-                first_end = as_utc(held_ends[0]) if held_ends else now
-                raise BookingLimitError(
-                    f"you already hold {self.limits.held} upcoming consultations, the most one person may "
-                    "hold at a time; cancel one, or book again once one has taken place",
-                    limit="held",
-                    maximum=self.limits.held,
-                    retry_after=_seconds(first_end - now),
-                )
-        if self.limits.per_day:
-            made = (
-                await s.scalars(
-                    select(Booking.created_at)
-                    .where(mine, Booking.rescheduled_from.is_(None), Booking.created_at > now - _DAY)
-                    .order_by(Booking.created_at)
-                )
-            ).all()
-            if len(made) + extra > self.limits.per_day:
-                log.info("booking: %s made %d bookings in 24 hours: refused", client_key, len(made))
-                wait = _seconds(as_utc(made[0]) + _DAY - now) if made else 1
-                raise BookingLimitError(
-                    f"{self.limits.per_day} bookings were already made from here in the last 24 hours, the "
-                    f"most allowed; you can book again in about {max(1, round(wait / 3600))} hour(s)",
-                    limit="per_day",
-                    maximum=self.limits.per_day,
-                    retry_after=wait,
-                )
+            await refuse_over_limits(s, self.limits, client_key, now=self.now(), counting_new=False)
 
     async def _refuse_overlap(self, s: AsyncSession, row: Booking) -> None:
         """Slots start on the grid, so the unique index is the guarantee; this catches the one case it
@@ -543,93 +427,18 @@ class BookingService(AvailabilityMixin):
         hint = f" (now booking {moved_to})" if moved_to else ""
         return BookingNotActiveError(f"booking {view.id} {what}{hint}", status=view.status, moved_to=moved_to)
 
-    # --- tokens and calendar ----------------------------------------------------------------------
+    # --- tokens ------------------------------------------------------------------------------
 
     def token_for(self, view: BookingView) -> str:
-        """A bearer token for anonymous callers, naming the booking's reschedule chain. Derived (HMAC),
-        not stored: an idempotent replay returns the same token the first response carried."""
-        return f"{view.origin_id}.{self._mac(view.origin_id)}"
+        """A bearer token for anonymous callers, naming the booking's reschedule chain."""
+        return self._tokens.token_for(view.origin_id)
 
     def origin_of(self, token: str) -> str | None:
-        origin, _, mac = token.strip().partition(".")
-        if not origin or not mac or len(origin) > 32:
-            return None
-        return origin if hmac.compare_digest(mac, self._mac(origin)) else None
-
-    def _mac(self, origin: str) -> str:
-        digest = hmac.new(self._token_key, origin.encode(), hashlib.sha256).digest()
-        return base64.urlsafe_b64encode(digest[:24]).decode().rstrip("=")
-
-    async def calendar(self, view: BookingView, *, url: str | None = None) -> bytes:
-        av = await self.availability()
-        return ics.render(await self._event(view, av, url=url))
-
-    async def day_calendar(self, day: date, *, url: str | None = None) -> bytes:
-        """The active bookings of one local day as one VCALENDAR (the coach's day in a calendar app);
-        BookingNotFoundError when there are none, since a calendar must hold an event."""
-        today = local_today(await self.availability(), self.now())
-        if abs((day - today).days) > MAX_START_OFFSET_DAYS:
-            raise InvalidBookingError(
-                f"the day must be within {MAX_START_OFFSET_DAYS} days of today ({today})"
-            )
-        views = await self.day_bookings(day)
-        if not views:
-            raise BookingNotFoundError(f"there are no active bookings on {day.isoformat()}")
-        av = await self.availability()
-        events = [await self._event(v, av, url=url) for v in views]
-        return ics.render_calendar(events, prodid="-//CareerWise//Coach day//ZH-TW")
-
-    async def day_bookings(self, day: date) -> list[BookingView]:
-        """Active bookings whose slot starts on ``day`` in the coach's time zone, in time order."""
-        av = await self.availability()
-        lo = local_instant(day, 0, av.tz)
-        hi = local_instant(day + timedelta(days=1), 0, av.tz)
-        async with self.db.session() as s:
-            rows = (
-                await s.scalars(
-                    select(Booking)
-                    .where(
-                        Booking.coach_id == self.coach_id,
-                        Booking.status == "active",
-                        Booking.slot_start >= lo,
-                        Booking.slot_start < hi,
-                    )
-                    .order_by(Booking.slot_start)
-                )
-            ).all()
-        return [BookingView.of(r) for r in rows]
-
-    async def _event(self, view: BookingView, av: Availability, *, url: str | None) -> ics.CalendarEvent:
-        async with self.db.session() as s:
-            sequence = await s.scalar(
-                select(func.count())
-                .select_from(Booking)
-                .where(Booking.origin_id == view.origin_id, Booking.created_at < view.created_at)
-            )
-        label = slot_label(view.slot_start, view.slot_end, av.tz, zh=True)
-        topic = f"\n主題 Topic: {view.topic}" if view.topic else ""
-        return ics.CalendarEvent(
-            uid=f"{view.origin_id}@careerwise",
-            start=view.slot_start,
-            end=view.slot_end,
-            stamp=view.updated_at,
-            summary="職涯諮詢 with Summer (CareerWise)",
-            description=(
-                f"{label}\n預約人 Name: {view.name}\n聯絡方式 Contact: {view.contact.display()}\n"
-                f"預約編號 Booking: {view.id}{topic}"
-            ),
-            url=url,
-            sequence=int(sequence or 0),
-            cancelled=view.status == "cancelled",
-        )
+        return self._tokens.origin_of(token)
 
 
 class _Stale(Exception):
     """The row changed between the read and the write (raised and caught inside reschedule)."""
-
-
-def _seconds(span: timedelta) -> int:
-    return max(1, math.ceil(span.total_seconds()))
 
 
 def _request_hash(*parts: object) -> str:
@@ -641,11 +450,6 @@ def _request_hash(*parts: object) -> str:
         return p
 
     return hashlib.sha256(json.dumps([plain(p) for p in parts], ensure_ascii=False).encode()).hexdigest()
-
-
-def token_key(secret: str) -> bytes:
-    """The booking-token key, derived from the session secret (one secret to configure, two uses)."""
-    return hmac.new(secret.encode(), b"careerwise booking tokens v1", hashlib.sha256).digest()
 
 
 def _slot_start_utc(slot_start: datetime, now: datetime) -> datetime:

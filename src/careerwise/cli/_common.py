@@ -14,8 +14,8 @@ console = Console(stderr=True)  # progress and notes; stdout is kept for the com
 
 # The HTTP clients under the openai SDK log every request at INFO ("HTTP Request: POST .../chat/completions
 # 200"). Our own trace already records each LLM call with more (model, tokens, timings, outcome), and the
-# line costs its formatting and the masking filter on every call (docs/benchmarks.md, "uvloop and httptools
-# by default"): their warnings and errors still come through.
+# line costs its formatting and the masking filter on every call (decision 0012): their warnings and
+# errors still come through.
 QUIET_LOGGERS = ("httpx", "httpx2")
 
 

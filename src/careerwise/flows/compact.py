@@ -11,7 +11,7 @@ afford:
 2. One short call per facet, one after another in the report's order: the facet's role, only that
    facet's passages cut to the profile's passage budget (the sentences most related to the question,
    ``knowledge/passages.py``), and the same ``{"findings", "insights", "risk_level"}`` schema
-   validated by :class:`parallel.AgentOutput` (one retry with the error), with a hard ``max_tokens``.
+   validated by :class:`facets.AgentOutput` (one retry with the error), with a hard ``max_tokens``.
 3. No merge and no reflection: a mechanical check takes their place. Every finding and insight must pass
    the merge guard's test against the facet's passages and the user's message (``deep_steps.unsupported``:
    its numbers and names found there, and some wording in common with the passages); what fails is
@@ -39,7 +39,7 @@ from careerwise.flows.base import FlowContext, FlowOptions
 from careerwise.flows.deep_steps import Budget, Emit
 
 # the facet search, roles and headings are the full design's
-from careerwise.flows.parallel import (
+from careerwise.flows.facets import (
     ACTIONS_HEADING,
     FACETS,
     MISSING,

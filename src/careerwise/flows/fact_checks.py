@@ -8,7 +8,7 @@ same fact: full-width digits (３ = 3), thousands separators (29,500 = 29500), C
 
 Used by the merge guard of the parallel flow (``deep_steps.unsupported``), by the medium chain's check of
 its final report (:func:`check_text`), by the report guards, and by the resume review and its evaluation
-(``careerwise.resume.scoring``, ``careerwise.evals.resumes``): public for that reason. What it cannot
+(``careerwise.resume.rewrites``, ``careerwise.evals.resumes``): public for that reason. What it cannot
 see: a paraphrase that changes the meaning without changing a number or a name (「需求穩定」 → 「需求大增」),
 Chinese names without a marker (a company written in Han characters), and English number words ("three
 years").

@@ -25,6 +25,7 @@ from careerwise.knowledge import quotes
 from careerwise.llm.accumulator import ToolCallAccumulator
 from careerwise.llm.guard import BufferGuard
 from careerwise.llm.profile import profile_of
+from careerwise.llm.repeats import RepeatGuard
 from careerwise.llm.types import (
     ChatMessage,
     CompletionRequest,
@@ -40,6 +41,8 @@ log = logging.getLogger(__name__)
 
 # quotes shown before a grounded answer, across the turn's tool calls (decision 0023)
 QUOTES_SHOWN = 3
+# beside an article's outline, fewer sentences: the headings already name the method's steps
+QUOTES_WITH_OUTLINE = 2
 
 
 @dataclass
@@ -70,8 +73,10 @@ async def _stream_round(
         out.text.clear()
         t0 = time.perf_counter()
         ctx.state.llm_calls += 1
+        repeats = RepeatGuard()
         try:
-            async for chunk in ctx.provider.stream(paced):
+            stream = ctx.provider.stream(paced)
+            async for chunk in stream:
                 if chunk.usage is not None:
                     ctx.state.add_usage(chunk.usage)
                 if chunk.finish_reason:
@@ -90,17 +95,32 @@ async def _stream_round(
                     if acc:
                         ctx.state.dropped_text.append(chunk.text)  # text after a call began: not shown
                         continue
-                    for piece in guard.push(chunk.text):
+                    for piece in map(repeats.push, guard.push(chunk.text)):
+                        if not piece:
+                            continue
                         out.text.append(piece)
                         round_shown = True
                         ctx.state.mark_text()
                         yield DeltaEvent(text=piece, phase=phase)
                         pacing.activate()  # after the first text is on its way: it is never held
+                    if repeats.looping:
+                        break
+            if repeats.looping:
+                # the model started the answer over: its copy is not shown and generation stops here
+                await _close(stream)
+                log.warning("tool_use: phase %d repeated a sentence; the answer ends before the copy", phase)
+                background.count_failure(background.ANSWER_LOOP)
+                out.finish_reason = "stop"
             if not acc and guard.holding:
-                for piece in guard.release():
-                    out.text.append(piece)
-                    ctx.state.mark_text()
-                    yield DeltaEvent(text=piece, phase=phase)
+                for piece in map(repeats.push, guard.release()):
+                    if piece:
+                        out.text.append(piece)
+                        ctx.state.mark_text()
+                        yield DeltaEvent(text=piece, phase=phase)
+            if not acc and (rest := repeats.flush()):
+                out.text.append(rest)
+                ctx.state.mark_text()
+                yield DeltaEvent(text=rest, phase=phase)
             ctx.state.dropped_text.extend(guard.dropped)
             if acc.nameless():
                 log.warning(
@@ -123,6 +143,13 @@ async def _stream_round(
                 log.warning("tool_use: retrying phase %d after %s: %s", phase, type(exc).__name__, exc)
                 continue
             raise
+
+
+async def _close(stream: AsyncIterator[Any]) -> None:
+    """Close a provider's stream left before its end, so that the provider stops generating now."""
+    close = getattr(stream, "aclose", None)
+    if close is not None:
+        await close()
 
 
 # warm-ups in flight; a task needs a strong reference until it ends
@@ -418,10 +445,14 @@ async def tool_use_flow(ctx: FlowContext) -> AsyncIterator[Event]:
             yield DegradedEvent(reason="tool_failed", message=prompts.line("tool_failed", ctx.zh))
         if not quoted and profile_of(ctx.provider).answer_quotes:
             chosen = [q for output, _, _ in results if output is not None for q in output.quotes]
-            if chosen:
+            outline = next(
+                (o.outline for o, _, _ in results if o is not None and o.outline is not None), None
+            )
+            if chosen or outline is not None:
                 # Summer's own sentences, shown while the model reads the passages (decision 0023). They
                 # are not the model's text: a phase-3 failure before its first token may still retry.
                 quoted = True
                 if ctx.state.first_text_ms is None:
                     ctx.state.first_text_ms = ctx.state.elapsed_ms()
-                yield DeltaEvent(text=quotes.render(chosen[:QUOTES_SHOWN], ctx.zh), phase=QUOTE_PHASE)
+                shown = QUOTES_WITH_OUTLINE if outline is not None else QUOTES_SHOWN
+                yield DeltaEvent(text=quotes.render(chosen[:shown], ctx.zh, outline), phase=QUOTE_PHASE)

@@ -1,8 +1,8 @@
 """Dense scores for the in-process index, exact where the ranking needs them and cheap elsewhere.
 
-At 100k chunks the exact scan (a 100k x 384 float32 matrix times the query) reads 150 MB per query and
-is bound by memory bandwidth: 17-35 ms on this machine, more than everything else in a search. An int8
-copy of the matrix is a quarter of that. Its scores are approximations, but each row's error has a
+At 100k chunks the exact scan (a 100k x 384 float32 matrix times the query) reads the whole matrix per
+query and is bound by memory bandwidth: more than everything else in a search. An int8 copy of the
+matrix is a quarter of the bytes. Its scores are approximations, but each row's error has a
 bound known in advance (below), so the search can still return exactly what the exact scan would:
 
 * the ``m`` best rows: every row whose upper bound reaches the ``m``-th best lower bound is rescored
@@ -68,8 +68,8 @@ def set_blas_threads(threads: int) -> int | None:
     Process-wide (OpenBLAS has one pool), so ``KnowledgeBase`` sets it once at load, to
     ``SEARCH_BLAS_THREADS``: the query-time products are matrix-vector ones, which OpenBLAS splits
     over its threads from about 9,000 elements on (a 1,024-row block already), and each split waits for
-    the other threads to be scheduled. On a loaded machine that wait dominated: a 2,000 x 384 product
-    took 9-16 ms p50 on two threads against 0.2 ms on one, the 100k int8 pass 17 against 11 ms."""
+    the other threads to be scheduled. On a loaded machine that wait costs far more than the product
+    itself, so one thread is faster (docs/retrieval.md has the figures)."""
     found = _openblas()
     if found is None:
         log.warning("knowledge: no OpenBLAS found to set its thread count; numpy keeps its default")

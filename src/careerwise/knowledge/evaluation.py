@@ -320,8 +320,8 @@ class ModelReport:
 
 
 TOOL_QUERY_FILE = "queries_tool.jsonl"
-# The embedded model's own searchKnowledge queries for the user questions, recorded once
-# (`git show 90235c6:bench/record_tool_queries.py` wrote them).
+# The embedded model's own searchKnowledge queries for the user questions, recorded from the model
+# (docs/retrieval.md, "The evaluation set").
 # In a subfolder on purpose: a folder load (the default) does not pick them up, since they repeat one
 # another and are not user questions; pass the file with --questions to evaluate them.
 MODEL_QUERY_FILE = "queries_model.jsonl"

@@ -1,12 +1,12 @@
 """jieba's search-mode segmentation (``cut_for_search``) over a compact copy of its dictionary.
 
-jieba 0.42 keeps its dictionary as a Python dict of 498k words and word prefixes -> counts
-(``jieba.dt.FREQ``, ~62 MB resident) and imports its HMM tables as Python dicts, with pkg_resources on
-the way (~17 MB): about 77 MB in a serving process that only ever asks it to segment runs of Chinese
-characters for BM25. This module reads jieba's own files (``dict.txt`` and ``finalseg/prob_*.p``,
-found without importing jieba) into a marisa trie of the 349k words, their counts in an ``array``, and
-the emission table as four flat float arrays: about 6 MB kept (once the build's scratch is trimmed),
-the same tokens, in the time jieba's own start takes (~1 s; docs/benchmarks.md).
+jieba 0.42 keeps its dictionary as a Python dict of every word and word prefix -> count
+(``jieba.dt.FREQ``) and imports its HMM tables as Python dicts, with pkg_resources on the way: tens of
+megabytes in a serving process that only ever asks it to segment runs of Chinese characters for BM25.
+This module reads jieba's own files (``dict.txt`` and ``finalseg/prob_*.p``, found without importing
+jieba) into a marisa trie of the words, their counts in an ``array``, and the emission table as four
+flat float arrays: a fraction of that memory once the build's scratch is trimmed, the same tokens, and
+no slower to start than jieba itself (the figures: docs/benchmarks.md, "Memory").
 
 The same tokens is the whole point: chunk tokens stored at ingest and query tokens made at search time
 must agree, and the stored ones may come from plain jieba (tests/unit/test_jieba_compact.py compares

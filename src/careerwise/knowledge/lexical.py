@@ -1,7 +1,7 @@
 """BM25 over jieba tokens. Traditional Chinese is converted to Simplified for tokenizing only,
 because jieba's dictionary is Simplified; English is lower-cased and lightly stemmed. The Chinese pieces
 go through ``jieba_compact``: jieba's own search-mode segmentation and dictionary, held in a trie
-(about 6 MB kept instead of jieba's 77), the same tokens."""
+(a fraction of jieba's own memory), the same tokens."""
 
 from __future__ import annotations
 

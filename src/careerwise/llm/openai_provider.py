@@ -1,4 +1,8 @@
-"""Remote providers through the official ``openai`` async client (Groq, OpenAI, Ollama, vLLM, llama.cpp)."""
+"""Remote providers through the official ``openai`` async client (Groq, OpenAI, Ollama, vLLM, llama.cpp).
+
+The SDK sends the request; the streamed body is read by :mod:`careerwise.llm.sse` and, once the answer
+shows, at the pace of :mod:`careerwise.llm.paced_reads`.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +12,7 @@ import json
 import logging
 import ssl
 from collections.abc import AsyncIterator, Sequence
-from typing import Any, Literal, Protocol, cast
+from typing import Any, Literal
 
 import aiohttp
 import anyio
@@ -19,8 +23,10 @@ import openai
 from careerwise.errors import LLMError, LLMTimeoutError, LLMToolsUnsupportedError, LLMUnavailableError
 from careerwise.llm.clean import estimate_tokens, request_text
 from careerwise.llm.grammar import TEXT_ONLY, call_or_text
+from careerwise.llm.paced_reads import FULL_READ, pause
 from careerwise.llm.profile import DEFAULT_PROFILE, ProviderProfile, measured
-from careerwise.llm.types import CompletionRequest, StreamChunk, StreamPacing, ToolCallDelta, Usage
+from careerwise.llm.sse import BodyReader, merge_text
+from careerwise.llm.types import CompletionRequest, StreamChunk, Usage
 from careerwise.loadwatch import StreamPace
 from careerwise.tracing.background import LLM_PROFILE_PROBE, LLM_STREAM_CUT, count_failure
 
@@ -212,7 +218,7 @@ class OpenAIProvider:
         """One call, at most :attr:`ProviderProfile.concurrency` at a time once the server is known to
         serve one at a time. A call cut off by another (:class:`StreamCutError`) is made once more,
         alone, when it had shown nothing yet; a cut after text was passed on is raised (retryable: a
-        deep step makes its call again, ``flows/deep_steps.py``)."""
+        deep step makes its call again, ``flows/deep_steps/``)."""
         await self._detect()
         for attempt in (1, 2):
             passed_on = False
@@ -262,7 +268,7 @@ class OpenAIProvider:
             extra["stream_options"] = {"include_usage": True}
         # A server that ignores max_tokens must not fill our memory or the user's screen: past this many
         # characters the answer ends as if the model had hit its token limit (finish_reason "length").
-        reader = _BodyReader(self.name, cap=max(16_000, request.max_tokens * 16))
+        reader = BodyReader(self.name, cap=max(16_000, request.max_tokens * 16))
         pace = self._pace
         pacing = request.pacing if pace is not None else None
         timing = _Timing(sent=asyncio.get_running_loop().time())
@@ -293,10 +299,10 @@ class OpenAIProvider:
                         and pacing is not None
                         and pacing.active
                         and not reader.finished
-                        and len(data) < _FULL_READ
+                        and len(data) < FULL_READ
                     ):
                         seconds = pacing.last_pace = pace.current()  # the base, or more while behind
-                        await _pause(pacing, read_at + seconds - loop.time(), response.http_response)
+                        await pause(pacing, read_at + seconds - loop.time(), response.http_response)
             if not reader.finished:
                 # every OpenAI-compatible server ends a complete answer with a finish_reason; a stream that
                 # stops without one was cut off, and showing it as a complete answer would hide that
@@ -352,111 +358,6 @@ class _Timing:
                 self.last = at
 
 
-# The SDK's aiohttp transport reads at most this much at a time; a read this long left more behind.
-_FULL_READ = 16 * 1024
-
-
-class _FlowControl(Protocol):
-    def pause_reading(self) -> None: ...
-    def resume_reading(self) -> None: ...
-
-
-def _flow_control(http_response: object) -> _FlowControl | None:
-    """The aiohttp connection under the SDK's response, whose reading from the socket can be paused, or
-    None (another transport, or a layout this code does not know: the wait is then a plain sleep).
-
-    Paused, the kernel keeps what the provider sends and the loop is not woken for each chunk; resumed,
-    one socket read takes it all. Do not 'simplify' to a sleep only: the per-chunk wake-ups it saves are
-    a large part of what pacing is for (docs/decisions/0008-stream-pacing.md)."""
-    stream = getattr(http_response, "stream", None)
-    stream = getattr(stream, "_stream", stream)  # httpx2's BoundAsyncStream around the transport's stream
-    raw = getattr(stream, "_aiohttp_response", None)  # the SDK's vendored httpx_aiohttp transport
-    protocol = getattr(getattr(raw, "connection", None), "protocol", None)
-    if callable(getattr(protocol, "pause_reading", None)) and callable(
-        getattr(protocol, "resume_reading", None)
-    ):
-        return cast(_FlowControl, protocol)
-    return None
-
-
-async def _pause(pacing: StreamPacing, seconds: float, http_response: object) -> None:
-    """The paced wait before the next read. A plain sleep, so a client that goes away cancels it at
-    once and the ``async with`` above closes the upstream response."""
-    if seconds <= 0:
-        return
-    pacing.waits += 1
-    socket_reads = _flow_control(http_response)  # None once aiohttp has the whole body and let go
-    if socket_reads is None:
-        await asyncio.sleep(seconds)
-        return
-    socket_reads.pause_reading()  # aiohttp's own flow control; it also stops the read timeout meanwhile
-    try:
-        await asyncio.sleep(seconds)
-    finally:
-        socket_reads.resume_reading()
-
-
-def _text_only(chunk: StreamChunk) -> bool:
-    return bool(chunk.text) and not chunk.tool_deltas and chunk.finish_reason is None and chunk.usage is None
-
-
-def merge_text(chunks: Sequence[StreamChunk]) -> list[StreamChunk]:
-    """Each run of consecutive text-only chunks as one chunk with their text joined; every other chunk
-    (tool-call deltas, a finish reason, usage) as it is, in its place. Nothing is dropped or reordered."""
-    out: list[StreamChunk] = []
-    run: list[str] = []
-    for chunk in chunks:
-        if _text_only(chunk):
-            run.append(chunk.text or "")
-            continue
-        if run:
-            out.append(StreamChunk(text="".join(run)))
-            run = []
-        out.append(chunk)
-    if run:
-        out.append(StreamChunk(text="".join(run)))
-    return out
-
-
-class _BodyReader:
-    """The streamed body, one network read at a time: its SSE events as chunks, ``[DONE]`` and the size
-    cap applied. A read is parsed whole so a paced read's chunks can be merged."""
-
-    def __init__(self, provider: str, *, cap: int) -> None:
-        self._provider = provider
-        self._cap = cap
-        self._decoder = SSEDecoder()
-        self._produced = 0
-        self.finished = False  # a finish_reason was seen
-        self.ended = False  # [DONE] or the cap: read no further
-
-    def parse(self, data: bytes) -> tuple[list[StreamChunk], Exception | None]:
-        """The read's chunks, and the error (bad JSON, an error event) that stopped it, if any: the
-        caller passes the chunks before it on, then raises it."""
-        out: list[StreamChunk] = []
-        for event, payload in self._decoder.feed(data):
-            if payload.startswith(b"[DONE]"):
-                self.ended = True
-                break
-            try:
-                converted = parse_chunk(event, payload, self._provider)
-            except (json.JSONDecodeError, LLMError) as exc:
-                return out, exc
-            if converted is None:
-                continue
-            self._produced += len(converted.text or "") + sum(
-                len(d.arguments or "") for d in converted.tool_deltas
-            )
-            if self._produced > self._cap:
-                log.warning("%s: the answer passed %d characters; cut off", self._provider, self._cap)
-                out.append(StreamChunk(finish_reason="length"))
-                self.finished = self.ended = True
-                break
-            self.finished = self.finished or converted.finish_reason is not None
-            out.append(converted)
-        return out, None
-
-
 def _aiohttp_connection_error(exc: BaseException) -> aiohttp.ClientConnectionError | None:
     """The SDK's aiohttp transport maps every ``aiohttp.ClientConnectionError`` (refused, reset before the
     answer) to a *connect timeout*; the httpx2 path calls those connection errors. The cause chain tells
@@ -483,103 +384,3 @@ def _status_error(exc: openai.APIStatusError, *, tools_offered: bool) -> LLMErro
     err = LLMError(f"provider answered {status}: {exc.message}")
     err.retryable = False
     return err
-
-
-class SSEDecoder:
-    """Server-Sent Events from a byte stream, fed as the network delivers it: returns each event's
-    ``(event name, data)`` once its blank line has arrived; a partial line waits for the next read.
-
-    Lines end with LF, CRLF or CR (a CR at the end of a read waits: the LF may follow). Comment lines
-    (``:``), ``id`` and ``retry`` are ignored; several ``data`` lines of one event are joined with LF."""
-
-    def __init__(self) -> None:
-        self._rest = b""  # a line not yet ended
-        self._skip_lf = False  # the last read ended with CR: a LF opening the next one ends no line
-        self._event = b""
-        self._data: list[bytes] = []
-
-    def feed(self, chunk: bytes) -> list[tuple[bytes, bytes]]:
-        if self._skip_lf and chunk.startswith(b"\n"):
-            chunk = chunk[1:]
-        self._skip_lf = False
-        buf = self._rest + chunk if self._rest else chunk
-        if b"\r" in buf:
-            self._skip_lf = buf.endswith(b"\r")
-            buf = buf.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-        lines = buf.split(b"\n")
-        self._rest = lines.pop()
-        out: list[tuple[bytes, bytes]] = []
-        for line in lines:
-            if not line:
-                if self._data:
-                    out.append((self._event, b"\n".join(self._data)))
-                self._event, self._data = b"", []
-            elif line.startswith(b"data:"):
-                self._data.append(line[6:] if line.startswith(b"data: ") else line[5:])
-            elif line.startswith(b"event:"):
-                self._event = line[6:].strip()
-            # ":" comments, "id:", "retry:" and unknown fields: nothing to do
-        return out
-
-
-def _malformed(provider: str, what: str, payload: bytes) -> LLMUnavailableError:
-    log.warning("%s: a malformed chunk in the stream (%s): %r", provider, what, payload[:200])
-    return LLMUnavailableError(f"{provider}: a malformed chunk in the stream: {what}")
-
-
-def parse_chunk(event: bytes, payload: bytes, provider: str = "provider") -> StreamChunk | None:
-    """One ``chat.completion.chunk`` as a :class:`StreamChunk`; None for a chunk that carries nothing
-    (the role-only first chunk, an empty delta), so no layer above spends time on it.
-
-    Raises ``json.JSONDecodeError`` for bad JSON and :class:`LLMUnavailableError` for an error event or a
-    chunk of the wrong shape: the provider failed mid-answer, which the breaker and the retry rules treat
-    like any other provider fault."""
-    obj = json.loads(payload)
-    if not isinstance(obj, dict):
-        raise _malformed(provider, "not a JSON object", payload)
-    error = obj.get("error")
-    if error or event == b"error":
-        message = error.get("message") if isinstance(error, dict) else error
-        log.warning("%s: the stream carried an error: %r", provider, str(message or payload[:200]))
-        raise LLMUnavailableError(f"{provider}: the stream carried an error: {message or 'unknown'}")
-    usage = None
-    raw_usage = obj.get("usage")
-    if raw_usage:
-        if not isinstance(raw_usage, dict):
-            raise _malformed(provider, "usage is not an object", payload)
-        usage = Usage(
-            prompt_tokens=raw_usage.get("prompt_tokens") or 0,
-            completion_tokens=raw_usage.get("completion_tokens") or 0,
-        )
-    choices = obj.get("choices")
-    if not choices:
-        return StreamChunk(usage=usage) if usage is not None else None
-    try:
-        choice = choices[0]
-        delta = choice.get("delta") or {}
-        finish_reason = choice.get("finish_reason")
-        text = delta.get("content")
-        calls = delta.get("tool_calls")
-        tool_deltas: tuple[ToolCallDelta, ...] = ()
-        if calls:
-            tool_deltas = tuple(_tool_delta(tc) for tc in calls)
-    except (AttributeError, KeyError, TypeError, IndexError) as exc:
-        raise _malformed(provider, f"{type(exc).__name__}: {exc}", payload) from exc
-    if text is not None and not isinstance(text, str):
-        raise _malformed(provider, "content is not a string", payload)
-    if not text and not tool_deltas and not finish_reason and usage is None:
-        return None
-    return StreamChunk(
-        text=text or None, tool_deltas=tool_deltas, finish_reason=finish_reason or None, usage=usage
-    )
-
-
-def _tool_delta(tc: dict[str, Any]) -> ToolCallDelta:
-    fn = tc.get("function") or {}
-    index = tc.get("index")
-    return ToolCallDelta(
-        index=index if isinstance(index, int) else 0,
-        id=tc.get("id") or None,
-        name=fn.get("name") or None,
-        arguments=fn.get("arguments") or None,
-    )

@@ -1,7 +1,7 @@
 """The embedded model's evaluated prompt prefix, kept on disk so a new process does not read it again.
 
 Every career answer starts with the same first system turn (the tool descriptions and the persona),
-about 450 tokens that take the embedded model four to five seconds to read on two cores. Within a
+several hundred tokens that take the embedded model seconds to read on a small CPU. Within a
 process llama.cpp's KV cache keeps them between requests (``local._prefill``); across processes (a
 ``careerwise chat``, a restart, each of ``serve --workers N``) this store keeps llama.cpp's state after
 those tokens in ``data/cache/prefix-<digest>.state``, named by the model file and the exact tokens, so a

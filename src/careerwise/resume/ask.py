@@ -5,7 +5,7 @@ grammar built from it, so its reply is that JSON by construction (the right keys
 items, scores 1–5, strings within their length); an OpenAI-compatible server gets it as
 ``response_format``. The reply is still validated with Pydantic, and one that fails (a server that
 ignored the schema, a semantic check) goes back to the model once with the reason. The step runs under
-the deep answers' step deadline, with their heartbeat, retries and failure codes (``flows/deep_steps.py``).
+the deep answers' step deadline, with their heartbeat, retries and failure codes (``flows/deep_steps/``).
 """
 
 from __future__ import annotations

@@ -37,25 +37,27 @@ from careerwise.resume import prompts as P
 from careerwise.resume.ask import ask_schema
 from careerwise.resume.contact import ContactSummary
 from careerwise.resume.report import PreviousReview, build_report
-from careerwise.resume.scoring import (
-    NO_NUMBERS_OVERALL,
+from careerwise.resume.rewrites import (
     Rewrite,
     RewritesOutput,
+    placeholder_figures,
+    rewrite_problem,
+    rewrites_model,
+    rewrites_schema,
+    template_rewrite,
+    with_result_placeholder,
+)
+from careerwise.resume.scoring import (
+    NO_NUMBERS_OVERALL,
     ScoringOutput,
     SectionScore,
     has_quantified_achievement,
     merge_scores,
     penalise_no_numbers,
-    placeholder_figures,
-    rewrite_problem,
-    rewrites_model,
-    rewrites_schema,
     rule_score,
     scoring_model,
     scoring_schema,
-    template_rewrite,
     weakest_lines,
-    with_result_placeholder,
 )
 from careerwise.resume.structure import (
     ResumeStructure,

@@ -10,7 +10,8 @@ from careerwise.flows import deep_steps
 from careerwise.knowledge.index import Hit
 from careerwise.resume.contact import ContactSummary
 from careerwise.resume.prompts import MISSING_ADVICE, NO_NUMBERS
-from careerwise.resume.scoring import CRITERIA_LABELS, NO_NUMBERS_CEILING, Rewrite, SectionScore
+from careerwise.resume.rewrites import Rewrite
+from careerwise.resume.scoring import CRITERIA_LABELS, NO_NUMBERS_CEILING, SectionScore
 from careerwise.resume.structure import KINDS, ResumeStructure, label
 
 COMPARISON_HEADING = ("與上一版比較", "Compared with your last version")

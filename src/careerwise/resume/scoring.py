@@ -1,5 +1,5 @@
 """Scores (1–5) per section on four criteria, from the language model and from rules, and the checks
-on the model's scores and rewrites.
+on the model's scores.
 
 Criteria: ``quantified`` (achievements with numbers), ``relevance`` (to the target role), ``wording``
 (an action verb first, not 「負責」/"responsible for"), ``length``; the contact block is scored on
@@ -9,21 +9,17 @@ are counted by rules (a figure other than a year is there or not; the length is 
 judges ``relevance`` and ``wording`` and writes the comment, in JSON constrained by :func:`scoring_schema`.
 A resume without a single quantified achievement is penalised (:func:`penalise_no_numbers`).
 
-Rewrites are the model's (JSON constrained by :func:`rewrites_schema`, one per line asked, in order) or,
-when the model gives none that passes the guard, a rule template (:func:`template_rewrite`). Neither may
-add a figure the line lacks: a missing figure is the placeholder ``[X]`` (:func:`placeholder_figures`).
+The rewrites of the weakest lines (:func:`weakest_lines`) are :mod:`careerwise.resume.rewrites`.
 """
 
 from __future__ import annotations
 
-import itertools
 import re
-from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from careerwise.flows import deep_steps, fact_checks
+from careerwise.flows import deep_steps
 from careerwise.resume.contact import ContactSummary
 from careerwise.resume.structure import ResumeStructure, inline_heading, is_job_header
 
@@ -37,14 +33,6 @@ CRITERIA_LABELS = {
 }
 REWRITE_KINDS = ("experience", "summary")
 _CITATION = re.compile(r"〔\d+〕|\[\d+\]")
-
-
-@dataclass(frozen=True)
-class Rewrite:
-    original: str
-    rewrite: str | None = None  # None: the line needs a rewrite, but none could be shown
-    why: str = ""
-    by_rules: bool = False  # the rules' template, not the model's  # the lines worth rewriting are achievements and the pitch
 
 
 class SectionScore(BaseModel):
@@ -94,8 +82,6 @@ class SectionScore(BaseModel):
 MODEL_CRITERIA = {"summary": ("relevance", "wording"), "experience": ("relevance", "wording")}
 SCORE_VALUES = [1, 2, 3, 4, 5]
 COMMENT_CHARS = 120
-REWRITE_CHARS = 120
-WHY_CHARS = 60
 
 
 def model_criteria(kind: str, *, role: bool = True) -> tuple[str, ...]:
@@ -173,55 +159,6 @@ def merge_scores(model: SectionScore, rules: SectionScore) -> SectionScore:
     """The model's judgement (relevance, wording, comment) with the rules' counts (quantified, length)."""
     judged = {c: getattr(model, c) for c in ("relevance", "wording") if getattr(model, c) is not None}
     return rules.model_copy(update={**judged, "comment": model.comment})
-
-
-class RewriteItem(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-    rewrite: str = Field(min_length=1)
-    why: str = ""
-
-    @field_validator("rewrite", "why", mode="before")
-    @classmethod
-    def _text(cls, v: object) -> object:
-        return v.strip() if isinstance(v, str) else v
-
-
-class RewritesOutput(BaseModel):
-    """One rewrite per line asked, in the order asked (the model never names a line)."""
-
-    model_config = ConfigDict(extra="ignore")
-    rewrites: list[RewriteItem] = Field(min_length=1)
-
-
-def rewrites_schema(count: int) -> dict[str, Any]:
-    item = {
-        "type": "object",
-        "properties": {
-            "rewrite": {"type": "string", "minLength": 1, "maxLength": REWRITE_CHARS},
-            "why": {"type": "string", "maxLength": WHY_CHARS},
-        },
-        "required": ["rewrite", "why"],
-        "additionalProperties": False,
-    }
-    return {
-        "type": "object",
-        "properties": {"rewrites": {"type": "array", "items": item, "minItems": count, "maxItems": count}},
-        "required": ["rewrites"],
-        "additionalProperties": False,
-    }
-
-
-def rewrites_model(count: int) -> type[RewritesOutput]:
-    class Checked(RewritesOutput):
-        @model_validator(mode="after")
-        def _count(self) -> Checked:
-            if len(self.rewrites) != count:
-                raise ValueError(
-                    f"{len(self.rewrites)} rewrites for {count} lines; give exactly {count}, in order"
-                )
-            return self
-
-    return Checked
 
 
 # --------------------------------------------------------------------------- rules
@@ -311,6 +248,12 @@ def rule_score(kind: str, text: str, *, role: str | None, contact: ContactSummar
     )
 
 
+def strip_heading(line: str) -> str:
+    """The content of a line whose heading shares it (``Experience: Intern at …`` → ``Intern at …``)."""
+    inline = inline_heading(line)
+    return inline[1] if inline is not None else line
+
+
 def weakest_lines(structure: ResumeStructure, *, limit: int = 3) -> list[int]:
     """The lines most in need of a rewrite, always some when the resume has any content: experience and
     summary lines (else any section's but the contact block and education); a weak opener first, then no
@@ -324,7 +267,7 @@ def weakest_lines(structure: ResumeStructure, *, limit: int = 3) -> list[int]:
             line = structure.lines[i].strip()
             if len(line) < 8 or _DATES_ONLY.match(_YEARS.sub("", line)) or is_job_header(line):
                 continue  # a job's title and dates are facts to keep, not a line to reword
-            weak = bool(WEAK_OPENERS.match(_strip_heading(line)))
+            weak = bool(WEAK_OPENERS.match(strip_heading(line)))
             bare = not is_quantified(line)
             candidates.append((-int(weak), -int(bare), -len(line), i))
     return [i for *_, i in sorted(candidates)[:limit]]
@@ -357,146 +300,3 @@ def penalise_no_numbers(scores: dict[str, SectionScore]) -> None:
     for kind in REWRITE_KINDS:
         if kind in scores:
             scores[kind] = scores[kind].model_copy(update={"quantified": 1, "ceiling": NO_NUMBERS_CEILING})
-
-
-# --------------------------------------------------------------------------- rewrites: placeholders and templates
-
-PLACEHOLDER = "[X]"
-_FIGURE = re.compile(r"\d+(?:[.,]\d+)*")
-_BARE_X = re.compile(r"(?<![\w\[])(?:X|Ｘ|N)(?![\w\]])")
-
-
-def placeholder_figures(rewrite: str, original: str) -> str:
-    """``rewrite`` with every figure the original line does not state replaced by ``[X]`` (so 「提升 35%」
-    becomes 「提升 [X]%」), and a bare ``X`` written as ``[X]``: the user's achievements are theirs to
-    count."""
-    known = deep_steps.numbers(original) | _facts_all(original)
-
-    def keep_or_hide(m: re.Match[str]) -> str:
-        found = deep_steps.numbers(m.group(0)) or {m.group(0)}
-        return m.group(0) if found <= known else PLACEHOLDER
-
-    return _BARE_X.sub(PLACEHOLDER, _FIGURE.sub(keep_or_hide, rewrite))
-
-
-def _facts_all(text: str) -> set[str]:
-    return fact_checks.all_numbers(text)
-
-
-_HEADING_PREFIX = re.compile(r"^[^:：|｜】\]]{1,24}[:：|｜】\]]\s*")
-_OPENERS_ZH = {
-    "負責": "主責",
-    "協助": "協同",
-    "幫忙": "協同",
-    "參與": "參與",
-    "處理": "處理",
-    "從事": "從事",
-    "執行": "執行",
-    "支援": "支援",
-    "配合": "配合",
-}
-_OPENERS_EN = {
-    "responsible for": "Managed",
-    "helped": "Contributed to",
-    "assisted": "Contributed to",
-    "worked on": "Delivered",
-    "participated": "Took part",
-    "involved in": "Took part in",
-    "duties included": "Handled",
-    "tasked with": "Handled",
-    "in charge of": "Managed",
-    "supported": "Contributed to",
-}
-
-
-def _strip_heading(line: str) -> str:
-    """The content of a line whose heading shares it (``Experience: Intern at …`` → ``Intern at …``)."""
-    inline = inline_heading(line)
-    return inline[1] if inline is not None else line
-
-
-def with_result_placeholder(rewrite: str, zh: bool) -> str:
-    """A rewrite that states no result yet gets one to fill in (Summer's 動、量、果、比: a result with a
-    figure), as a placeholder: ``…，讓[成果指標]提升 [X]%`` / ``…, raising [metric] by [X]%``."""
-    if is_quantified(rewrite) or PLACEHOLDER in rewrite:
-        return rewrite
-    body = rewrite.rstrip("。.;；，, ")
-    return f"{body}，讓[成果指標]提升 [X]%" if zh else f"{body}, raising [metric] by [X]%"
-
-
-def template_rewrite(line: str, zh: bool) -> Rewrite:
-    """The rules' rewrite of a weak line: the weak opener made an action, the result and its baseline
-    asked for as placeholders. It adds no figure and no fact: the user fills in ``[X]``."""
-    body = _strip_heading(line.strip()).lstrip("-*•·▪ ").strip()
-    stripped = body.rstrip("。.;；")
-    if zh:
-        for weak, verb in _OPENERS_ZH.items():
-            if stripped.startswith(weak):
-                stripped = verb + stripped[len(weak) :]
-                break
-        tail = (
-            "（比較基準：原本為 [X]）"
-            if is_quantified(stripped)
-            else "，讓[成果指標]從 [X] 提升到 [X]（[X]%）"
-        )
-        return Rewrite(
-            original=line.strip(),
-            rewrite=f"{stripped}{tail}",
-            why="以動詞開頭、寫出成果與比較基準；[X] 請填入你的實際數字，沒有就刪掉該句。",
-            by_rules=True,
-        )
-    low = stripped.lower()
-    for weak, verb in _OPENERS_EN.items():
-        if low.startswith(weak):
-            rest = stripped[len(weak) :].lstrip(" :,-")
-            rest = re.sub(r"^(?:with|on|in|to)\s+", "", rest, flags=re.IGNORECASE)
-            stripped = f"{verb} {rest}"
-            break
-    tail = (
-        " (baseline: [X] before)" if is_quantified(stripped) else ", raising [metric] from [X] to [X] ([X]%)"
-    )
-    return Rewrite(
-        original=line.strip(),
-        rewrite=f"{stripped}{tail}",
-        why="Lead with the action and show the result against a baseline; put your real figures in "
-        "place of [X], or drop the clause.",
-        by_rules=True,
-    )
-
-
-def _plain(text: str) -> str:
-    """A line without its bullet, its inline heading, its case and its punctuation (to compare)."""
-    return re.sub(r"[\W_]+", "", _strip_heading(text.strip()).lower())
-
-
-def _units(text: str) -> set[str]:
-    """Han bigrams and Latin words of a line (what two lines about the same thing share)."""
-    han = _HAN.findall(text)
-    return {a + b for a, b in itertools.pairwise(han)} | {w.lower() for w in _LATIN.findall(text)}
-
-
-MIN_SHARED = 0.3  # of the original's words or bigrams a rewrite of it keeps
-
-
-def rewrite_problem(original: str, rewrite: str, *, resume: str, role: str | None) -> str | None:
-    """Why a rewrite (figures already made placeholders) cannot be shown, or None: it still states a
-    figure the line does not (a number in words), names a tool or company the resume does not, changes
-    nothing, or is not about the line (it keeps under a third of the line's words: another line or the
-    prompt copied)."""
-    if _plain(rewrite) == _plain(original):
-        return "the same as the original"
-    if len(rewrite) > 3 * len(original) + 20:
-        return "longer than the line allows (lines merged)"
-    mine = _units(_strip_heading(original))
-    if mine and len(mine & _units(rewrite)) / len(mine) < MIN_SHARED:
-        return "not a rewrite of this line"
-    if deep_steps.is_placeholder(rewrite):
-        return "a template phrase"
-    invented = sorted(deep_steps.numbers(rewrite) - deep_steps.numbers(original) - _facts_all(original))
-    if invented:
-        return f"invents figures: {', '.join(invented)}"
-    known = {w.lower().rstrip(".") for w in _LATIN.findall(f"{resume}\n{role or ''}")}
-    names = sorted(n for n in deep_steps.named_tokens(rewrite) if n not in known and n not in ("x", "[x]"))
-    if names:
-        return f"names what the resume does not: {', '.join(names)}"
-    return None

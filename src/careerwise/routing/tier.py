@@ -50,7 +50,7 @@ _DECISION_ZH: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         # which of the named options the coach would take: 你會去哪一間, 選哪一家
         ("選哪個", r"(?:去|選|挑|接|進)哪一?(?:間|家|個|份|邊)"),
         # a plan the writer doubts: 現在走會太衝動嗎, 28 歲是不是太晚
-        ("太…嗎", r"(?:會不會|會|是不是|算不算|算|現在|這樣)太(?:衝動|冒險|草率|天真|任性|貪心|傻)"),
+        ("太…嗎", r"(?:會不會|會|是不是|算不算|算|現在|這樣)太(?:衝動?|冒險|草率|天真|任性|貪心|傻)"),
         # leaving with a step named (「想離職去澳洲打工度假」), or weighed (考慮離職); 「好想離職喔」 names none
         # the coach asked to choose in the writer's place: 換作是你會選哪個, 如果是妳會接嗎
         (
@@ -74,7 +74,59 @@ _DECISION_ZH: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
             r"猶豫|掙扎|兩難|糾結|拿不定|難以抉擇|難抉擇|取捨|不知道(?:該)?(?:怎麼)?(?:選|決定)"
             r"|拉扯|天人交戰|舉棋不定|左右為難",
         ),
+        # two options named side by side: 兩個 offer, 一個是…一個是…, 同時拿到, 兩邊都…
+        (
+            "兩個選項",
+            r"(?:兩|2)\s?(?:個|份|家|間)\s?(?:offer|工作|選擇|機會|職缺)|一個是.{1,30}一個是|兩邊(?:都|薪水|條件)"
+            r"|兩個都(?:很)?(?:想|不錯|好)|(?:兩|2)(?:家|間|個)都(?:錄取|上了|給)|一(?:家|間)[^。，,]{1,12}一(?:家|間)|同時(?:拿到|錄取|上了|收到)|(?:offer|錄取)[^。]{0,30}(?:跟|和|同時)[^。]{0,20}(?:offer|錄取|正職|約聘)",
+        ),
+        # someone else wants one step, the writer another: 我媽叫我考公職 我自己想去當設計師
+        ("別人要我…", r"(?:叫我|要我|找我|希望我|逼我)[^。]{0,24}(?:我)?(?:自己|其實)(?:比較|一直|很)?想"),
+        # a step weighed by what follows it: 不去的話…, 現在走的話…嗎, 是時候閃了吧, 這個時機 ok 嗎
+        (
+            "…的話",
+            r"(?:不(?:去|接|簽|走|留|答應)[^。，,]{0,8}|現在(?:走|離職|辭職|跳槽)|(?:走|離職|辭職|跳槽|反悔|拒絕)(?:掉)?)的話"
+            r"|是時候(?:該)?(?:走|閃|離開|換|離職|跳|轉)|時機[^。]{0,6}(?:ok|好|對|適合|恰當)\s?(?:嗎|吧)",
+        ),
+        # a step doubted: 反悔會不會…, 是不是在賭, 簽下去好像虧很大, 回頭好像很沒面子, 提了你覺得這個時機 ok 嗎
+        (
+            "這步…嗎",
+            r"(?:反悔|毀約|違約|回頭|回鍋|跳槽|提離職|遞辭呈)[^。]{0,10}(?:會不會|是不是|好像|嗎)"
+            r"|是不是在賭|賭一把|(?:簽|接|答應)下去[^。]{0,8}(?:虧|後悔|吃虧)"
+            r"|直接不(?:來|去)(?:了|上班)|閃了吧",
+        ),
+        # staying and leaving both on the table: 留下來… 自願離職…
+        ("留或走", r"(?=.*留(?:下|任|著))(?=.*(?:離職|離開|走人|資遣))"),
     )
+)
+
+# A decision told as a situation that ends in a feeling or an appeal (「…但女友在台北 這幾天一直睡不著」,
+# 「…可是現在團隊對我很好 有點捨不得 心很亂」): a step or an offer in the message and a feeling about it,
+# or an appeal for a judgement, in a message long enough to tell a situation. A feeling alone (a vent
+# about a bad day) names no step and stays medium.
+_STEP_WORDS = re.compile(
+    r"offer|錄取|職缺|離職|辭職|休學|轉職|轉行|轉做|轉去|跳槽|外派|挖角|調(?:我)?去|報到|留下|創業|開店|直升"
+    r"|公職|正職|約聘|換工作|卡位|自願離職|去做|去當|辭掉|外面有(?:間|家|個)|另一(?:間|家|個)"
+    r"|\boffers?\b|\b(?:quit(?:ting)?|leav(?:e|ing)|career break|sabbatical|gap year|resign(?:ing)?|relocat(?:e|ing))\b",
+    re.I,
+)
+_WEIGHED = re.compile(
+    r"心很亂|好亂|很亂|亂了|迷惘|迷茫|徬徨|睡不著|捨不得|好痛苦|很痛苦|心癢|(?:很|好|有點|其實很)怕|害怕|不甘心"
+    r"|沒面子|虧很大|焦慮|不知所措|卡在這|前景不明"
+    # an obstacle the writer weighs: age, the family, or a plea after a "but"
+    r"|已經\s?(?:\d+|[二三四五]十\S?)\s?歲?了|(?:但|可是|不過)[^。]{0,16}(?:老婆|太太|老公|女友|男友|小孩|家人|爸媽|家裡)"
+    r"|想[^。]{0,16}(?:但|可是|不過)[^。]{0,24}怎麼辦"
+    r"|幫我(?:想想|想一下|分析|評估|出主意)|想聽聽(?:你|妳)的?(?:看法|意見|建議)|可以考慮嗎|(?:你|妳)會怎麼做"
+    r"|\bscares? me\b|\bterrif(?:ies|ied|ying)\b|\b(?:scared|afraid)\b|\bfreaking out\b|\bhelp me think\b|\bgut (?:says|tells)\b"
+    r"|\bsure thing\b|\bsafe (?:bet|option|choice|route)\b|\bon paper\b|\bsucker\b"
+    r"|\b(?:everyone|people|my (?:parents|family|friends)) (?:says?|tells? me|wants? me) (?:to )?(?:take|stay|leave|go|accept)\b",
+    re.I,
+)
+_SITUATION_MIN_UNITS = 12
+# a practical question (how, what, how much) about a step is not a decision, whatever it feels like:
+# 「離職後勞健保要怎麼接 我有點焦慮」 asks how, not whether
+_HOW_TO = re.compile(
+    r"怎麼(?!辦)|怎樣|如何|什麼|哪些|多少|\b(?:how (?:do|can|should|to)|what (?:should|do|is|are))\b", re.I
 )
 
 _WH = re.compile(r"\b(?:what|how|when|where|who|why)\b", re.I)
@@ -116,16 +168,16 @@ _DECISION_EN: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
             "what would you do",
             r"\bwhat would you (?:do|pick|choose)\b|\bif you were me\b|\bin my shoes\b|\bpull the trigger\b"
             r"|\btake the (?:leap|plunge|jump)\b|\bworth the risk\b"
-            r"|\b(?:a |the )?(?:good|bad|right|wrong|smart|dumb) (?:move|call)\b",
+            r"|\b(?:a |the )?(?:good|bad|right|wrong|smart|dumb|sucker|rookie) (?:move|call)\b",
         ),
         # slang about leaving, as a plan: "thinking of dipping from my job", "thinking about walking out"
         (
             "leaving",
-            r"\b(?:thinking|think|considering|tempted|planning|gonna|wanna)(?: (?:of|about|to))? (?:quit(?:ting)?|"
+            r"\b(?:thinking|think|considering|contemplating|tempted|planning|gonna|wanna)(?: (?:of|about|to))? (?:quit(?:ting)?|"
             r"leav(?:e|ing)|dip(?:ping)?|walk(?:ing)? out|jump(?:ing)? ship|bounc(?:e|ing)|resign(?:ing)?|"
             r"call(?:ing)? it quits|peac(?:e|ing) out)\b",
         ),
-        ("do I take", r"\bdo (?:i|we) (?:take|accept|stay|leave|quit|go)\b"),
+        ("do I take", r"\bdo (?:i|we) (?:take|accept|stay|leave|quit|go|stall|wait|hold out|decline)\b"),
         ("A vs B", r"\b(?:vs\.?|versus)\s"),
     )
 )
@@ -198,6 +250,10 @@ def _decision(text: str, clauses: list[tuple[str, str]]) -> str | None:
             return label
     if _STUCK.search(text) and _CONTRAST.search(text):
         return "stuck between"
+    if units(text) >= _SITUATION_MIN_UNITS and _STEP_WORDS.search(text) and not _HOW_TO.search(text):
+        weighed = _WEIGHED.search(text)
+        if weighed is not None:
+            return f"a step weighed («{weighed.group(0)}»)"
     for clause, end in clauses:
         # "should I …" is a decision; "what should I …" / "how much notice should I …" is not
         for m in _SHOULD.finditer(clause):

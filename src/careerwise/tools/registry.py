@@ -7,7 +7,7 @@ from typing import Any, Protocol
 
 from careerwise.assistant_settings import AssistantSettings
 from careerwise.events import Source
-from careerwise.knowledge.quotes import Quote
+from careerwise.knowledge.quotes import Outline, Quote
 from careerwise.llm.types import ToolSpec
 
 
@@ -36,6 +36,8 @@ class ToolOutput:
     # sentences of the passages that best answer the question, verbatim (knowledge/quotes.py); the flow
     # shows them where the provider's profile says so
     quotes: tuple[Quote, ...] = ()
+    # the section headings of the article that answers best, shown with the quotes
+    outline: Outline | None = None
 
 
 class Tool(Protocol):

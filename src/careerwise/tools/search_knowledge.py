@@ -227,6 +227,7 @@ class SearchKnowledgeTool:
         terms = set(tokenize(f"{resolution.effective['query']} {resolution.message}"))
         zh = is_chinese(resolution.message or str(resolution.effective["query"]))
         chosen = await self._quotes(hits, resolution, zh) if resolution.quotes else []
+        outline = self._outline(hits, zh) if resolution.quotes else None
         if articles and resolution.budget_tokens:
             # per article the hits name, its sentences most related to the question within the article's
             # share of the budget (one share per hit it has)
@@ -255,7 +256,11 @@ class SearchKnowledgeTool:
                 lines.append(f"[{n}] source={h.chunk.document_id} | {head}\n{fenced(text)}")
         lines.append((ANSWER_FROM_ARTICLES if articles else ANSWER_FROM_PASSAGES)[0 if zh else 1])
         return ToolOutput(
-            content="\n\n".join(lines), returned=len(hits), sources=sources, quotes=tuple(chosen)
+            content="\n\n".join(lines),
+            returned=len(hits),
+            sources=sources,
+            quotes=tuple(chosen),
+            outline=outline,
         )
 
     def _strong(self, hit: Hit) -> bool:
@@ -263,6 +268,19 @@ class SearchKnowledgeTool:
         corpus: what the coverage note names, what an article digest keeps and what may be quoted."""
         fusion = self._kb.fusion
         return hit.dense >= fusion.min_dense or hit.lexical >= fusion.min_lexical
+
+    def _outline(self, hits: Sequence[Hit], zh: bool) -> quotes.Outline | None:
+        """The headings of the best hit's article when that hit clears the gate's bars, as the quotes
+        require of their passages."""
+        best = next((h for h in hits if self._strong(h)), None)
+        if best is None:
+            return None
+        return quotes.outline(
+            self._kb.article_sections(best.chunk.document_id),
+            document_id=best.chunk.document_id,
+            title=head_line(best.chunk.title),
+            chinese=zh,
+        )
 
     async def _quotes(self, hits: Sequence[Hit], resolution: Resolution, zh: bool) -> list[quotes.Quote]:
         """The passages' sentences that best answer the user's message (the model's query when there is

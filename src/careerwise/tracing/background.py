@@ -36,6 +36,7 @@ DEEP_TASK_AFTER_CLOSE = "deep_task_after_close"  # a deep flow's task failed aft
 LLM_STREAM_CUT = "llm_stream_cut"  # a server cut a stream off when another request started
 LLM_PROFILE_PROBE = "llm_profile_probe"  # GET /models, to tell a llama.cpp server, failed
 QUOTE_SIMILARITY = "quote_similarity"  # embedding the quote candidates failed (word overlap chose)
+ANSWER_LOOP = "answer_loop"  # the model wrote a sentence of its answer again; the answer ended there
 TASKS = (
     LOCAL_MODEL_WARM,
     LOOP_LAG_PROBE,
@@ -52,6 +53,8 @@ TASKS = (
     DEEP_TASK_AFTER_CLOSE,
     LLM_STREAM_CUT,
     LLM_PROFILE_PROBE,
+    QUOTE_SIMILARITY,
+    ANSWER_LOOP,
 )
 
 _lock = threading.Lock()  # done-callbacks run on the loop, the others in worker threads

@@ -12,8 +12,8 @@ user's own history.
 The rows are plain slotted dataclasses, not ORM objects: the engine stores them with one multi-row
 ``INSERT`` per table (:meth:`TraceRecorder.event_rows`, :meth:`TraceRecorder.span_rows`, stored by
 store/turns.py) in the turn's closing transaction. Building ORM
-instances and letting the unit of work flush them cost about a millisecond of event-loop CPU a turn
-(docs/benchmarks.md, "The fixed work of a turn").
+instances and letting the unit of work flush them would cost event-loop CPU on every turn
+(docs/decisions/0007-writes-and-streams-off-the-loop.md).
 """
 
 from __future__ import annotations

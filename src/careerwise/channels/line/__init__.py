@@ -50,11 +50,10 @@ from careerwise.channels.line.worker import (
     OVERFLOW,
     REANSWER_WITHIN,
     TOO_LONG,
-    LineAssistantUnavailableError,
     LineChannel,
     channel_problem,
 )
-from careerwise.errors import LinePushError
+from careerwise.errors import LineAssistantUnavailableError, LinePushError
 
 __all__ = [
     "ASSISTANT_UNAVAILABLE",

@@ -19,8 +19,8 @@ from careerwise.errors import LinePushError
 if TYPE_CHECKING:
     from linebot.v3.messaging import AsyncMessagingApi, TextMessage
 
-# The LINE SDK (and aiohttp under it) is imported where it is used, not here: it is about 38 MB of
-# resident memory that a serving process without a LINE channel configured never needs (docs/benchmarks.md).
+# The LINE SDK (and aiohttp under it) is imported where it is used, not here: a serving process without a
+# LINE channel configured never holds its memory (a test keeps it unloaded: test_memory_serving.py).
 
 # the package's one logger: operators and tests select the LINE channel's records by this name
 log = logging.getLogger("careerwise.channels.line")

@@ -29,6 +29,7 @@ from careerwise.engine import Engine, TurnRequest
 from careerwise.errors import (
     ConflictError,
     ConversationBusyError,
+    LineAssistantUnavailableError,
     NotFoundError,
     RateLimitedError,
     UserInputError,
@@ -39,8 +40,8 @@ from careerwise.store import Database, LineEventRecord, LineUser, as_utc
 from careerwise.store.recovery import ClaimedEvent, claim_line_events
 from careerwise.tracing import background
 
-# The LINE SDK (and aiohttp under it) is imported where it is used, not here: it is about 38 MB of
-# resident memory that a serving process without a LINE channel configured never needs (docs/benchmarks.md).
+# The LINE SDK (and aiohttp under it) is imported where it is used, not here: a serving process without a
+# LINE channel configured never holds its memory (a test keeps it unloaded: test_memory_serving.py).
 
 # the package's one logger: operators and tests select the LINE channel's records by this name
 log = logging.getLogger("careerwise.channels.line")
@@ -93,11 +94,7 @@ def _job_for(event: WebhookEvent) -> _Job | None:
     return _Job(event, "not_text", key)
 
 
-class LineAssistantUnavailableError(RuntimeError):
-    """The assistant configured for LINE does not exist or is disabled (a setup problem, not the user's)."""
-
-
-ASSISTANT_UNAVAILABLE = "line_assistant_unavailable"  # the code counted in careerwise_errors_total
+ASSISTANT_UNAVAILABLE = LineAssistantUnavailableError.code  # counted in careerwise_errors_total
 
 
 class LineChannel(LineDelivery):

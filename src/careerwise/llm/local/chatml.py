@@ -23,7 +23,7 @@ DEFAULT_SYSTEM = "You are Qwen, created by Alibaba Cloud. You are a helpful assi
 # It comes first because the small model only follows the persona's "use searchKnowledge when you need
 # Summer's views" rule when the tools are described before it; the "only when the answer needs
 # information only the tool has" sentence is the generic rule that keeps it from searching for
-# everything. The first-token probes behind both choices: `git show 90235c6:bench/local_model_probe.py`.
+# everything (docs/local-model.md, "How it decides to search, and still streams").
 TOOLS_HEADER = (
     "# Tools\n\n"
     "You can use these tools (name, description, JSON Schema of the arguments):\n"

@@ -153,8 +153,7 @@ def ensure_model_file(cache_dir: Path) -> Path:
 def _import_llama() -> type[Llama]:
     # OMP_WAIT_POLICY must be set before llama_cpp (and its libgomp) is loaded: with the default ACTIVE
     # policy the OpenMP workers spin between tokens and fight the asyncio thread for the few cores we
-    # have, and generation speed swings by an order of magnitude. setdefault keeps an operator's
-    # explicit choice.
+    # have, and generation speed becomes erratic. setdefault keeps an operator's explicit choice.
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     try:
         from llama_cpp import Llama
@@ -197,8 +196,8 @@ def _model_params(*, repack_weights: bool) -> Iterator[None]:
     """While a model is constructed: llama.cpp's model parameters with its extra buffer types on or off.
 
     The extra buffer types are the CPU backend's repacked copies of the weights (interleaved blocks for
-    the AVX2/AVX-512 kernels): about 600 MB private to each process for the packaged model, which buy
-    faster generation (docs/local-model.md). ``llama_cpp.Llama`` has no argument
+    the AVX2/AVX-512 kernels): private memory in each process, which buys faster generation (the figures:
+    docs/benchmarks.md, "Memory"). ``llama_cpp.Llama`` has no argument
     for them and builds its parameters from ``llama_model_default_params()``, so that factory is wrapped
     for the duration of the construction (one construction at a time in this process: the lock).
     On (the default) nothing is touched."""

@@ -1,0 +1,138 @@
+"""The parts every rule table shares: the ``Rule`` record, the regex helper, and the word lists.
+
+A rule is a regular expression over the NFKC-normalised message with an id, an intent, the examples it
+must match and an optional veto (``exclude``). The word lists here are shared because the same words
+mean the same thing wherever they appear: the small-talk tokens build the greeting rules, the document
+names the resume rules, and the "words used about something else" (a job interview, someone else's
+appointment or counselling, a word of work) are both the rule tables' vetoes and, through
+``rules.vetoed``, the bars that stop layer 2 and the LLM from being sure of booking or off-topic.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from careerwise.routing._text import units
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    intent: str
+    pattern: re.Pattern[str]
+    description: str
+    examples: tuple[str, ...]
+    max_units: int | None = None  # only short messages (a greeting inside a long question is not one)
+    min_chars: int | None = None  # only long messages (a pasted resume)
+    exclude: re.Pattern[str] | None = None  # a match here vetoes the rule
+
+    def applies(self, text: str) -> bool:
+        if self.max_units is not None and units(text) > self.max_units:
+            return False
+        if self.min_chars is not None and len(text) < self.min_chars:
+            return False
+        if self.exclude is not None and self.exclude.search(text):
+            return False
+        return self.pattern.search(text) is not None
+
+
+def _r(p: str) -> re.Pattern[str]:
+    return re.compile(p, re.I | re.S)
+
+
+# --- small talk: a message made only of these tokens (and fillers) is a greeting ----------------------
+
+_SEP = r"[\s,.!?~:;、。…)(\-]*"
+_FILLER = (
+    r"summer|老師|你|妳|您|啦|喔|哦|囉|呀|啊|耶|唷|嘿|嗎|der|so much|a lot|again|there|all|everyone|"
+    r"for (?:the|your) (?:advice|help|time|reply)|for helping|:\)|:d|\^\^|[🙂😊😀😄🙏👍❤️]"
+)
+_HELLO = (
+    r"你好|您好|妳好|哈囉|哈摟|哈嘍|嗨+|安安|早安|午安|早|hi+|hello+|helo|hey+|hiya|yo|howdy|sup|"
+    r"what'?s up|wassup|good (?:morning|afternoon|evening)|morning|gm"
+)
+_HOW = (
+    r"(?:你|妳)?(?:最近|今天)?(?:還)?好嗎|(?:你|妳)?在嗎|有人在嗎|過得(?:好|如何)嗎?|how are (?:you|u)|how'?re you|hru|"
+    r"how'?s it going|how'?s your day|anyone (?:here|there)|hope (?:you'?re|you are) (?:well|good|doing well)|"
+    r"(?:初次見面|第一次(?:來|用)(?:這裡|這個)?)|(?:請|還請)?多多?指教|(?:很)?高興認識(?:你|妳)|nice to meet (?:you|u)|"
+    r"(?:今天)?(?:跟你|跟妳|和你|和妳)?聊(?:得|的)(?:很)?(?:開心|愉快)"
+)
+_THANKS = r"謝謝|謝啦|謝了|感謝|多謝|感恩|3q|thx|thanks|thank (?:you|u)|ty|tks|many thanks|cheers"
+_BYE = (
+    r"掰掰|掰|拜拜|bye+|bye ?bye|goodbye|再見|881|下次見|(?:下次|明天|改天)(?:再)?(?:聊|見)|回頭聊|先這樣|see (?:you|ya)|later|good ?night|gn|晚安|"
+    r"have a (?:nice|good|great) (?:day|night|weekend)"
+)
+_ACK = r"ok(?:ay)?|k|好的|好喔|好哦|好der|好滴|好唷|好|收到|了解|瞭解|知道了|懂了|明白了?|讚|cool|nice|great|got it|noted|sure|哈+|(?:ha)+|lol"
+_ABOUT = (
+    r"(?:你|妳)(?:是誰|哪位|叫什麼名字?|是(?:ai|機器人|真人|chatgpt|gpt)嗎?|(?:能|可以|會)(?:幫我)?(?:做)?(?:什麼|啥|哪些事))|"
+    r"who are (?:you|u)|what are you|what can (?:you|u) do|what do you do|are (?:you|u) (?:a )?(?:bot|robot|human|real|ai|chatgpt)|"
+    # who built Summer, and personal questions to her (languages, likes): still small talk
+    r"who (?:made|built|created|developed|trained|designed) (?:you|u|this(?: bot| chatbot| thing| app)?)|"
+    r"(?:你|妳)們?是(?:哪家|哪間|哪個|什麼|誰)(?:公司|團隊|單位|人)?(?:做|開發|寫|設計|訓練)(?:出來)?的|"
+    r"(?:誰|哪家公司|哪間公司)(?:做|開發|寫|設計)(?:了|出)?(?:你|妳)|"
+    r"(?:你|妳)(?:會|懂|能)(?:說|講|聽)?(?:台語|臺語|英文|英語|日文|日語|中文|客語|客家話|韓文|粵語|廣東話)嗎?|"
+    r"(?:你|妳)(?:(?:平常|平時|都)?(?:喜歡|愛)|平常|平時)(?:喝|吃|看|聽|玩)[^\s,，。?？!！]{1,6}嗎?|"
+    r"do (?:you|u) (?:like|drink|eat|watch|speak) [a-z ]{2,20}"
+)
+_ANY = f"{_HELLO}|{_HOW}|{_THANKS}|{_BYE}|{_ACK}|{_ABOUT}|{_FILLER}"
+
+
+def _smalltalk(first: str) -> re.Pattern[str]:
+    """The whole message: optional fillers, a token of kind ``first``, then any small-talk tokens."""
+    tail = f"(?:{_SEP}(?:{_ANY})(?![a-z]))*"
+    return _r(f"^(?:(?:欸+|誒|{_FILLER}){_SEP})*(?:{first})(?![a-z]){tail}{_SEP}$")
+
+
+# --- documents and request verbs --------------------------------------------------------------------
+
+_DOC_ZH = (
+    r"履歷|履力|履厲|履立|簡歷|cv|resume|自傳|自我推薦信|自薦信|求職信|轉職信|cover ?letter"
+    r"|linkedin\s?的?\s?(?:about|簡介|摘要|自介|headline|summary|profile|個人檔案)"
+)
+# a job-site profile counts as the user's document («rewrite my linkedin summary»)
+_DOC_EN = r"resume|résumé|resme|resum|cv|cover letter|linkedin (?:summary|profile|headline|about)"
+
+# --- words used about something else: vetoes for the booking rules --------------------------------------
+
+# a job interview, any round (面試, 二面, 複試, 終面 …): its time slot or its date is a career question
+_INTERVIEW_ZH = r"(?<!模擬)面試|[一二三四五終初複]面|複試|初試|筆試|口試|面談(?!.{0,4}(?:summer|妳|你))"
+# booking for someone or something else: the boss's meeting room, a client visit, a clinic, a restaurant
+_OTHERS_BOOKING_ZH = (
+    r"(?:幫|替|給)(?:我的)?(?:主管|老闆|長官|客戶|同事|他|她|別人|家人|媽媽|爸爸|老公|老婆|小孩)"
+    r"|(?:預約|約)(?:了)?(?:會議室|拜訪|場地|餐廳|門診|掛號|醫生|牙醫|會議|客戶|訪談|參訪)"
+    r"|(?:會議室|門診|餐廳|牙醫|健身房|醫院|診所|健檢|體檢|看診)"
+    # a family member or a client booking for themselves: 「我媽要預約…」, 「客人臨時取消預約」
+    r"|我的?(?:媽|爸|妹|弟|姊|姐|哥|老公|老婆|男友|女友|兒子|女兒)(?:媽|爸)?(?:要|想|在|說要)(?:預約|約)"
+    r"|(?:客人|客戶|個案|學員|病人)[^。，,]{0,6}(?:取消|預約|改期|改時間|約)"
+)
+# someone else asking the user (「主管問我你禮拜六有空嗎」, 「HR 問我怎麼約你」): their question, not a booking
+_ASKED_BY_OTHERS_ZH = r"(?:hr|人資|主管|老闆|長官|客戶|同事|獵頭|面試官|朋友|他|她)[^。，,]{0,6}問(?:我|說)"
+# counselling that is not Summer's: a counsellor as a job, a lawyer, the labour office, an employer's
+# counselling programme (EAP)
+_SOMEONE_ELSES_COUNSELLING = (
+    r"諮詢師|心理諮商|心理諮詢|法律諮詢|律師|勞工局|就業服務|就服站|員工|公司(?:的|有|提供)|eap|協助方案"
+)
+# English: a job interview (a mock interview with Summer is hers), or an appointment for someone else
+_OTHERS_EN = (
+    r"(?<!mock )\binterviews?\b|\bphone screen|\b(?:first|second|third|final)[- ]round\b"
+    r"|\bfor (?:my|his|her|their|our|the) (?:boss|manager|clients?|customers?|team|patients?|kids?|son|daughter)\b"
+    r"|\b(?:meeting|conference) rooms?\b|\b(?:dentist|doctor|haircut|salon|restaurant)\b|\bskip[- ]level\b"
+)
+
+# a question about code itself (a layout, a framework's hook, a language construct), not about a job
+_CODE = (
+    r"\bcenter (?:a|the) div\b|\b(?:css|html) (?:grid|flexbox|selector)s?\b|\buse(?:effect|state|memo)\b"
+    r"|\bre-?render(?:s|ing)?\b|\babstract class\b|\bgit (?:rebase|merge|stash|cherry-pick)\b|\bsegfault\b"
+    r"|\bnull ?pointer\b|\bundefined is not\b"
+)
+
+# any word of work or careers vetoes the off-topic rules: a career question wins over what else it asks
+_CAREER_WORDS = (
+    r"工作|職|面試|履歷|簡歷|自傳|薪|老闆|主管|同事|公司|轉行|求職|應徵|上班|下班|加班|升遷|產業|行業|實習|"
+    r"諮詢|工程師|年資|資遣|裁員|勞基法|請假|病假|特休|事假|產假|育嬰假|"
+    r"\b(?:jobs?|careers?|interview(?:s|ers?)?|resumes?|cv|salary|salaries|pay|boss|manager|coworkers?|colleagues?|"
+    r"company|work|working|hire|hired|hiring|promotion|linkedin|recruiters?|offers?|quit|layoffs?|laid off|"
+    r"employer|office|team|engineer|developer|coaching|session|consultation|sick leave|pto|day off|"
+    r"phone screens?|screening|onsite|take-home)\b"
+)

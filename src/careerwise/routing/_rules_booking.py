@@ -1,0 +1,294 @@
+"""Layer 1's booking rules, Traditional Chinese then English: booking, changing, cancelling or paying
+for a consultation with Summer, and questions about the sessions themselves (format, length, what to
+bring, when she is free). They come first in ``rules.RULES`` because a request to book is an action,
+whatever else the message asks. Each rule vetoes the words that put its own words to another use (a job
+interview's slot, someone else's appointment, an employer's counselling programme, a membership), so a
+booking word about something else falls through to the off-topic errand rules or to layer 2.
+"""
+
+from __future__ import annotations
+
+from careerwise.routing._rule_base import (
+    _ASKED_BY_OTHERS_ZH,
+    _INTERVIEW_ZH,
+    _OTHERS_BOOKING_ZH,
+    _OTHERS_EN,
+    _SOMEONE_ELSES_COUNSELLING,
+    Rule,
+    _r,
+)
+
+BOOKING_RULES: tuple[Rule, ...] = (
+    Rule(
+        "booking.zh.reserve",
+        "booking",
+        _r(
+            r"預[約越]|(?:^|我|想|要|以|能|麼|何|跟妳|跟你|和妳|和你)約(?:個|一個|一下)?(?:時間|諮詢|一對一|1對1|面談)"
+            r"|可以約(?:嗎|\?)|(?:做|約|報名|安排)(?:一下|一次|個)?(?:下週的)?(?:職涯)?(?:諮詢|一對一|1對1)"
+            # asking for Summer herself, whether she can still be booked, or a time named for her
+            r"|(?:怎麼|如何|想|要|可以|能|我想)約(?:到)?(?:妳|你|summer)|約得到|約的到|還(?:能|可以)約"
+            r"|幫我約(?:在)?(?:這|下|本)?(?:週|禮拜|星期)[一二三四五六日天末]?|幫我約(?:明天|後天)"
+        ),
+        "asks to book a consultation (預約, 約一對一, 報名諮詢)",
+        (
+            "我想預約諮詢",
+            "想約一對一",
+            "可以預越嗎",
+            "下週三下午可以約嗎",
+            "欸想約諮詢 怎麼弄",
+            "請問怎麼約妳",
+            "下個月還約得到嗎",
+            "幫我約禮拜五早上十點",
+            "想替我弟約一次職涯諮詢",
+        ),
+        # booking for someone else or something else (a boss's meeting room, a client visit, a clinic,
+        # a family member's check-up, a job interview), or someone else's counselling (an employer's
+        # programme, the user's own clients) is not a session with Summer
+        exclude=_r(
+            rf"{_OTHERS_BOOKING_ZH}|{_INTERVIEW_ZH}|{_SOMEONE_ELSES_COUNSELLING}|{_ASKED_BY_OTHERS_ZH}"
+        ),
+    ),
+    Rule(
+        "booking.zh.change",
+        "booking",
+        # 取銷: the usual typo of 取消
+        _r(
+            r"取[消銷][^，,。?？]{0,6}(?:預約|諮詢)|改期|改時間|換時段|(?:諮詢|預約).{0,8}(?:延後|改期|改時間|取[消銷])"
+        ),
+        "changes or cancels a booking",
+        ("取消我的諮詢", "可以改期嗎", "明天的諮詢可以延後嗎", "明天的諮詢想取銷"),
+        # a job interview's date (面試, 二面, 複試 …), a membership or a subscription is not a session
+        exclude=_r(rf"{_INTERVIEW_ZH}|{_OTHERS_BOOKING_ZH}|會員|訂閱|健身房"),
+    ),
+    Rule(
+        "booking.zh.price",
+        "booking",
+        _r(
+            r"(?:諮詢|一對一|1對1|面談|服務)(?:的)?(?:費用|收費|價格|價錢|多少錢|怎麼收費|怎麼算)"
+            # 「一對一的方式跟費用」: the session's terms named together
+            r"|(?:一對一|1對1)[^，,。?？]{1,6}(?:費用|收費|價格|價錢|多少錢)"
+            r"|(?:費用|收費|價格|價錢).{0,4}(?:諮詢|一對一)"
+        ),
+        "asks what a consultation costs",
+        ("諮詢費用多少", "一對一諮詢怎麼收費？"),
+        exclude=_r(_SOMEONE_ELSES_COUNSELLING),
+    ),
+    Rule(
+        "booking.zh.payment",
+        "booking",
+        _r(
+            r"付款|刷卡|退費|退款|退錢|學生優惠|學生價|學生方案|轉帳|匯款|收據|發票"
+            r"|學生[^，,。]{0,10}(?:便宜|優惠|折扣)|(?:比較)?便宜(?:一點)?的(?:方案|價格)"
+        ),
+        "asks about paying for a session: payment, refunds, discounts (short messages only)",
+        (
+            "付款可以刷卡嗎",
+            "有學生優惠嗎",
+            "沒辦法去的話可以退錢嗎",
+            "諮詢可以開發票嗎",
+            "我是學生 費用能算便宜一點嗎",
+        ),
+        max_units=20,
+        # money that is not a session's: pay, the employer's or a client's invoices, insurance, shopping
+        exclude=_r(
+            r"薪|公司|客戶|廠商|老闆|勞保|健保|勞退|稅|房租|學費|保險|訂單|網購|蝦皮|會員|訂閱|健身房|軟體|電信|手機|門號|網路|機票|車票|實習|職缺|工作|午餐|餐廳"
+        ),
+    ),
+    Rule(
+        "booking.zh.session",
+        "booking",
+        _r(
+            r"諮詢(?:的)?(?:時候|時|前|當天|那天|過程中?)[^。！!]{0,14}(?:帶|準備|需要|要|可以|能|會)"
+            r"|(?:諮詢|跟(?:妳|你|summer)的?一對一)[^。！!，,]{0,6}(?:線上|視訊|實體|面對面|電話|zoom|meet|見面)"
+            r"|諮詢(?:一次|一堂|每次)?(?:大概|通常|總共)?(?:要|是|會)?(?:多久|多長|幾分鐘|幾個?小時)"
+            r"|(?:諮詢|一對一|1對1)[^。！!，,]{0,5}(?:方案|價目|套票|套裝|優惠)"
+        ),
+        "asks about the sessions themselves: what to bring, format, length, plans (before the resume "
+        "rules: 「諮詢的時候可以帶履歷嗎」 is a question about a session)",
+        (
+            "諮詢當天需要準備什麼資料",
+            "諮詢是線上還是實體",
+            "諮詢一次大概多久",
+            "一對一有沒有優惠方案",
+            "諮詢時可以順便帶作品集和履歷給妳看嗎",
+        ),
+        # someone else's counselling (a counsellor as a job, a lawyer, the labour office, an employer's
+        # counselling programme) is career
+        exclude=_r(_SOMEONE_ELSES_COUNSELLING),
+    ),
+    Rule(
+        "booking.zh.slot",
+        "booking",
+        _r(
+            r"(?:summer|妳|你|老師)\s*(?:這週|下週|週末|明天|今天|哪天|什麼時候|何時)?(?:有空|有時間)"
+            # a day and a time of day named: 「Summer 星期六早上有開放嗎」, 「妳禮拜三晚上有開嗎」
+            r"|(?:summer|妳|你|老師)\s*(?:(?:這|下|本)?(?:週|禮拜|星期)[一二三四五六日天末]|平日|假日|週末)\s*"
+            r"(?:早上|上午|中午|下午|晚上)?\s*(?:有空|有時間|有開放|有開|開放)"
+            r"|(?:還有|有沒有|有)(?:週末|平日|晚上|下週|這週)?的?(?:時段|名額|空檔|空位)"
+        ),
+        "asks when Summer is free",
+        ("Summer 這週有空嗎", "還有週末的時段嗎", "老師禮拜天下午有開放嗎"),
+        # an interview's time slot, a job's or a course's openings; "do you have time to look at my
+        # resume" asks for a review (the resume rules), not for a slot
+        exclude=_r(
+            rf"{_INTERVIEW_ZH}|{_ASKED_BY_OTHERS_ZH}|職缺|公司|實習|徵才|招募|課程|研究所|考試|(?:有空|有時間)(?:幫|看)"
+        ),
+    ),
+    Rule(
+        "booking.zh.terms",
+        "booking",
+        _r(
+            r"(?:[二三四五六十兩幾多]|\d+)\s?(?:次|堂)[^。，,]{0,4}(?:一起買|套裝|套票|組合價|一起付)"
+            r"|(?:諮詢|預約)[^。]{0,10}(?:遲到|晚到|會晚|晚\s?\d+\s?分)"
+            r"|(?:諮詢|一對一|1對1)[^。]{0,6}(?:用|講|說)(?:中文|英文|台語|英語)"
+            r"|(?:一對一|1對1)[^。]{0,6}(?:跟|和|與|還是)[^。]{0,6}(?:團體|小團體|小班|團班|多人)"
+        ),
+        "the terms of the sessions: bundles of several, arriving late, the language, one-to-one or a group",
+        (
+            "有沒有五次一起買的套票",
+            "明天的諮詢我大概會晚十分鐘",
+            "諮詢可以用英文嗎",
+            "一對一和小班有什麼不同",
+        ),
+        exclude=_r(
+            rf"{_SOMEONE_ELSES_COUNSELLING}|{_INTERVIEW_ZH}|{_OTHERS_BOOKING_ZH}"
+            r"|健身|課程|上課|補習|家教|按摩|美甲|瑜珈|會員|主管|老闆|同事|客戶|會議|上班|打卡"
+        ),
+    ),
+    Rule(
+        "booking.zh.receipt",
+        "booking",
+        _r(r"(?:收據|發票)[^。，,]{0,8}(?:抬頭|統編|報帳)|(?:抬頭|統編)[^。，,]{0,8}(?:收據|發票)"),
+        "a receipt or an invoice for the session made out to the user's employer (抬頭, 統編, 報帳): the "
+        "payment rule vetoes 公司, this one does not",
+        ("收據可以開公司的抬頭嗎", "發票可以打我們公司的統編嗎"),
+        max_units=20,
+        # issuing invoices as one's job (accounting, clients, suppliers) is a work question
+        exclude=_r(r"客戶|廠商|負責|會計|報稅|作廢|幫公司開|我們公司開|開給"),
+    ),
+    Rule(
+        "booking.en.reserve",
+        "booking",
+        _r(
+            r"\b(?:book|schedule|reserve|arrange|set up|sign up for)\b.{0,30}\b(?:sessions?|consultations?|"
+            r"coaching|appointments?|1[-: ]?on[-: ]?1|one[- ]on[- ]one|1:1|slots?|mock interviews?)\b"
+            r"|\b(?:book|schedule)\b.{0,15}\b(?:call|meeting|time|chat)\b.{0,10}\bwith (?:you|summer)\b"
+            r"|\bbook (?:a|an) (?:call|session)\b|\b(?:book|squeeze|fit|pencil) me in\b|\bput me down for\b"
+        ),
+        "asks to book a session",
+        (
+            "book a session",
+            "I want to book a consultation",
+            "how do I book a call with you",
+            "can you pencil me in for thursday morning",
+        ),
+        # a 1:1 that the user's manager, HR or a recruiter sets up, or booking for someone else (clients,
+        # a meeting room), is a workplace question (career); so is a job interview (not a mock one)
+        exclude=_r(
+            rf"\b(?:manager|boss|supervisor|team lead|hr|recruiter|hiring manager|interviewer)\b|{_OTHERS_EN}"
+        ),
+    ),
+    Rule(
+        "booking.en.with_summer",
+        "booking",
+        _r(
+            r"\b(?:book|schedule|reserve|get|grab)\b.{0,20}\b(?:slot|session|call|time|appointment)\b.{0,6}"
+            # not the season: "a call with summer interns"
+            r"\bwith (?:you|u|summer)\b(?! (?:interns?|internships?|jobs?|break|school|camp|programs?|vacation))"
+        ),
+        "asks for a slot with Summer by name, whatever the session is for (a job interview to prepare "
+        "for does not make it someone else's appointment)",
+        ("book me a slot with summer before my interview", "can I grab a call with you this week"),
+        # someone else booking the user, or the user booking for others
+        exclude=_r(
+            r"\b(?:manager|boss|supervisor|team lead|hr|recruiter|hiring manager|interviewer|clients?|customers?)\b"
+            r"\s+(?:wants?|asked|booked|scheduled|is booking)|\bfor (?:my|his|her|their|our) (?:boss|manager|clients?|"
+            r"customers?|team|friend|sister|brother|kids?)\b"
+        ),
+    ),
+    Rule(
+        "booking.en.change",
+        "booking",
+        _r(
+            # with the usual typos of reschedule («reshedule», «resceduel») and cancel («cancle»)
+            r"\b(?:re-?s[ck]?h?ed[a-z]{0,5}|cancel|cancle|move|postpone)\b.{0,25}\b(?:booking|appointment|"
+            r"sess?ion|consultation|slot)s?\b|\b(?:booked|reserved) (?:a|my) (?:slot|session)\b"
+            # the whole message: «can I reschedule?» can only be about the session with Summer
+            r"|^(?:hi |hey |sorry,? )?(?:can|could|may) (?:i|we) (?:re-?s[ck]?h?ed[a-z]{0,5}|cancel)\W*$"
+        ),
+        "changes or cancels a booking",
+        ("can I reschedule my appointment to friday", "cancel my booking please", "pls reshedule my session"),
+        exclude=_r(
+            rf"{_OTHERS_EN}|\b(?:membership|subscription|gym|flight|hotel|restaurant|table)\b"
+            r"|\b(?:boss|manager|supervisor|clients?|customers?|coworkers?|colleagues?|team lead|hr|recruiter)\b"
+        ),
+    ),
+    Rule(
+        "booking.en.price",
+        "booking",
+        _r(
+            r"\b(?:how much|price|pricing|prices|cost|costs|fee|fees|rates?|charge)\b.{0,30}\b(?:sessions?|"
+            r"consultations?|coaching|appointments?|1[-:]on[-:]1)\b|\b(?:session|consultation|coaching)s?\b"
+            r".{0,20}\b(?:cost|price|fee)s?\b|\brefund policy\b"
+            r"|\bwhat (?:are|r) your (?:rates|prices|fees)\b|\byour (?:rates|pricing|price list|fees)\b"
+            r"|\bhow much do (?:you|u|summer) charge\b|\bstudent (?:price|pricing|discount|rate)s?\b"
+        ),
+        "asks what a session costs",
+        (
+            "how much is a session?",
+            "how much do you charge for career coaching",
+            "how much do u charge",
+            "is there a student discount",
+        ),
+        # what the user should charge (freelancing) or a product's price is not Summer's fee
+        exclude=_r(
+            r"\b(?:should|do|can|could) (?:i|we) (?:charge|ask)\b|\bfreelanc|\bmy (?:clients?|customers?|rates?)\b"
+            r"|\b(?:gym|therapy|therapist|yoga|pilates|dentist|doctor|tutor(?:ing)?)\b"
+        ),
+    ),
+    Rule(
+        "booking.en.session",
+        "booking",
+        _r(
+            r"\b(?:refund|payment|invoice|receipt)s?\b.{0,40}\b(?:sessions?|booking|consultations?|coaching|"
+            r"appointments?)\b|\b(?:my|the|our) (?:sessions?|booking|consultations?|appointments?)\b.{0,40}"
+            r"\b(?:refund|payment|paid|pending|invoice|receipt)\b"
+            r"|\b(?:do|can) (?:you|we) (?:offer|do|have|hold)\b.{0,25}\b(?:(?:video|online|zoom|phone|in[- ]person)"
+            r" (?:sessions?|calls?|consultations?|coaching)|sessions? (?:online|in[- ]person|over (?:zoom|video|"
+            r"the phone)|by (?:video|phone)))\b"
+            r"|\b(?:the|our|a|your) (?:sessions?|consultations?) (?:online|in[- ]person|on zoom|over zoom|by phone)\b"
+            r"|\b(?:bring|prepare)\b.{0,30}\b(?:to|for) (?:the|our|my|a) (?:session|consultation|call with (?:you|summer))\b"
+            r"|\bhow long (?:is|are|does) (?:a|the|one|each|your) (?:session|consultation)s?\b"
+            # the language of a session; a booking whose confirmation does not match
+            r"|\b(?:sessions?|consultations?|coaching|calls?)\b.{0,10}\bin (?:chinese|english|mandarin|taiwanese)\b"
+            r"|\bi (?:booked|reserved|paid for)\b.{0,60}\b(?:confirmation|reminder|calendar invite)\b"
+        ),
+        "asks about the sessions themselves: payment state, refunds, format, what to bring, length",
+        (
+            "will I get a refund for the session I missed",
+            "my booking shows paid but no confirmation email",
+            "do you do video sessions",
+            "is the consultation online or in person",
+            "what should I prepare for our session",
+            "how long does a session last",
+            "can we do the call in mandarin",
+            "I reserved monday 10am but the reminder says tuesday",
+        ),
+        exclude=_r(
+            rf"{_OTHERS_EN}|\b(?:gym|therapy|therapist|trainer|yoga|pilates|dentist|doctor|class(?:es)?|course)\b"
+            r"|\b(?:flight|hotel|airbnb|table|tickets?|concert|train|bus|car|tour|hostel)\b"
+        ),
+    ),
+    Rule(
+        "booking.en.availability",
+        "booking",
+        _r(
+            r"\b(?:are you|is summer) (?:free|available)\b|\byour (?:availability|calendar)\b"
+            r"|\b(?:available|open) (?:slots?|times?|sessions?)\b|\bwhat times are (?:available|open)\b"
+        ),
+        "asks when Summer is free",
+        ("are you free next tuesday?", "what times are available this week"),
+        # someone else asking the user (a boss: "are you free this weekend?"), an interview's slots
+        exclude=_r(rf"\b(?:boss|manager|recruiter|hr|coworker|colleague|client|team lead)\b|{_OTHERS_EN}"),
+    ),
+)

@@ -1,0 +1,113 @@
+"""Layer 1's off-topic rules: requests outside work and careers (a poem, a joke, the weather forecast,
+a recipe, sports, homework, a programming error, a translation) and personal errands that use booking
+words (a table, a doctor, a haircut, a streaming membership). Every one is vetoed by any word of work or
+careers, because a career question wins over whatever else the message asks; the booking rules veto the
+errands' words, so these rules see them.
+"""
+
+from __future__ import annotations
+
+from careerwise.routing._rule_base import _CAREER_WORDS, _CODE, Rule, _r
+
+OFFTOPIC_RULES: tuple[Rule, ...] = (
+    Rule(
+        "offtopic.zh.request",
+        "offtopic",
+        _r(
+            r"(?:寫|作)(?:一)?(?:首|篇|個|段)(?:[^，,。]{0,8})(?:詩|絕句|歌詞|故事|小說|笑話|情書)"
+            r"|(?:講|說)(?:個|一個|幾個)?(?:冷)?笑話|睡前故事|(?:來|說|講)點好笑的|(?:婚禮|伴郎|伴娘|生日|畢業典禮)致詞"
+            # the weather with a day to forecast (「那天氣呢？」 alone is a follow-up, 「今天好冷喔」 small talk)
+            r"|(?:明天|今天|後天|週末|這週|下週|今晚|明早)[^。，,]{0,8}(?:天氣|氣溫|下雨|颱風|冷|熱)[^。]{0,6}"
+            r"(?:嗎|幾度|如何|怎樣|多少)|天氣預報|會不會下雨|颱風假"
+            r"|食譜|(?:怎麼|先)(?:煮|滷|烤|炒|燉|煎)|氣炸鍋|電鍋"
+            # getting somewhere: 「高鐵台北到左營要多久」
+            r"|(?:高鐵|台鐵|火車|捷運|客運|公車)[^。，,]{0,12}(?:要多久|幾點|多少錢|票價|時刻表|怎麼搭)"
+            r"|幾比幾|總冠軍|全壘打|比賽結果"
+            r"|匯率|股票代號|股價"
+            r"|(?:貓|狗|倉鼠|兔子|寵物)(?:咪|狗)?(?:一直|可以|能|會|吃|吐|生病)"
+            r"|(?:發燒|感冒|喉嚨痛|拉肚子)[^。]{0,10}(?:怎麼辦|吃什麼|要不要|嗎|掛)"
+            r"|數學題|方程式|微積分|國小[一二三四五六]?年級|時速多少|(?:弟|妹|小孩|兒子|女兒)的?[^。，,]{0,4}(?:作業|功課)"
+            r"|(?=.*[\u3400-\u9fff])[a-z]+(?:error|exception)\b"  # a programming error, asked in Chinese
+            rf"|(?=.*[\u3400-\u9fff])(?:{_CODE})"  # a question about code, asked in Chinese
+            r"|(?:晚餐|午餐|早餐|宵夜)(?:要)?(?:煮|吃)什麼"
+            r"|推薦(?:幾|一)?(?:部|本|齣|款|個)?[^，,。]{0,8}(?:電影|影集|台劇|韓劇|日劇|動畫|動漫|漫畫|小說|遊戲)"
+            # a translation or a thesis (a document of the user's job search is the resume rules' before)
+            r"|翻(?:譯)?成(?:英文|中文|日文|韓文)|論文摘要|\d[\d,.]*\s?%\s?(?:是多少|等於多少)"
+        ),
+        "a request outside careers: writing poems or stories, jokes, the weather, recipes, sports, "
+        "exchange rates, pets, health, homework, a programming error",
+        (
+            "幫我寫一首關於海的詩",
+            "講個笑話給我聽",
+            "明天高雄會下雨嗎",
+            "紅燒肉怎麼滷比較入味",
+            "昨晚洋基幾比幾",
+            "日圓匯率現在多少",
+            "我家貓一直吐怎麼辦",
+            "Python 出現 KeyError 是什麼意思",
+        ),
+        exclude=_r(_CAREER_WORDS),
+    ),
+    Rule(
+        "offtopic.en.request",
+        "offtopic",
+        _r(
+            r"\b(?:write|compose) (?:me )?(?:a|an|some) (?:\w+ )?(?:poem|haiku|song|lyrics|story|limerick|joke|"
+            r"bedtime story|love letter)\b|\btell me (?:a|another|some) (?:\w+ )?(?:jokes?|stor(?:y|ies))\b"
+            rf"|{_CODE}"
+            r"|\b(?:weather|forecast)\b|\bwill it (?:rain|snow)\b"
+            r"|\brecipes?\b|\bhow (?:long|do i|to) (?:boil|bake|cook|roast|grill)\b"
+            r"|\bwho won\b|\bscore (?:of|in) (?:the|last)\b|\bsuper bowl\b|\bworld cup\b"
+            r"|\bexchange rate\b|\bticker symbol\b|\bstock price\b"
+            r"|\bmy (?:dog|cat|puppy|kitten|hamster|rabbit)\b"
+            r"|\b(?:derivative|integral) of\b|\bsolve (?:for x|this equation)\b"
+            r"|\b[a-z]+(?:error|exception)\b"
+            r"|\bwho (?:painted|wrote|sang|invented|discovered)\b|\bcapital (?:city )?of\b"
+            r"|\bsummari[sz]e the (?:plot|movie|book|novel|film)\b|\bplot of\b"
+            r"|\bget (?:\w+ ){1,3}out of (?:my |a |the )?(?:\w+ )?(?:shirt|carpet|couch|jeans|sofa)\b"
+            r"|\bwhat(?:'s| is) (?:a )?\d[\d,.]*\s?(?:%|percent) (?:tip )?(?:of|on)\b|\btranslate\b|\b(?:thesis|dissertation) abstract\b|\babstract for (?:the|a|my) (?:conference|journal)\b"
+        ),
+        "a request outside careers: poems, stories, jokes, the weather, recipes, sports, exchange rates, "
+        "pets, homework, a programming error",
+        (
+            "write me a poem about autumn",
+            "tell me a joke",
+            "what's the weather in Taipei tomorrow",
+            "any good recipe for banana bread?",
+            "who won the game last night",
+            "my cat keeps throwing up",
+            "what does IndexError mean in python",
+        ),
+        exclude=_r(_CAREER_WORDS),
+    ),
+    # booking words about a personal errand: someone's table, a doctor, a haircut, a streaming membership.
+    # The booking rules veto these words; without a word of work they are a request outside careers.
+    Rule(
+        "offtopic.zh.errand",
+        "offtopic",
+        _r(
+            r"(?:預約|預訂|訂|取消|退訂|改期|改時間|掛)[^，,。?？]{0,10}"
+            r"(?:牙醫|門診|醫生|看診|掛號|健檢|體檢|醫院|診所|餐廳|位子|訂位|剪髮|剪頭髮|美髮|美甲|按摩|健身房|機票|飯店|民宿|高鐵|火車票|電影票)"
+            r"|(?:netflix|youtube|spotify|disney|apple music|kkbox|line music)[^，,。]{0,12}(?:會員|訂閱|premium)"
+            r"|(?:會員|訂閱)[^，,。]{0,6}(?:取消|退訂|退費|續約)|(?:取消|退訂)[^，,。]{0,6}(?:會員|訂閱)"
+        ),
+        "books or cancels something that is not a session with Summer: a table, a doctor, a haircut, a "
+        "ticket, a streaming or gym membership",
+        ("幫我訂週五晚上的餐廳", "我想預約下週的牙醫", "Netflix 會員要怎麼取消"),
+        exclude=_r(_CAREER_WORDS),
+    ),
+    Rule(
+        "offtopic.en.errand",
+        "offtopic",
+        _r(
+            r"\b(?:book|reserve|cancel|reschedule)\b[^.?!]{0,30}"
+            r"\b(?:table|dentist|doctor'?s?|haircut|salon|restaurant|flight|hotel|massage|vet|"
+            r"netflix|spotify|disney\+?|hulu|youtube premium|gym)\b"
+            r"|\b(?:netflix|spotify|hulu|disney\+?|youtube|gym|streaming)\b[^.?!]{0,20}\b(?:membership|subscription|premium)\b"
+            r"|\b(?:cancel|end|stop)\b[^.?!]{0,10}\b(?:membership|subscription)\b"
+        ),
+        "the same in English",
+        ("book me a table for four tonight", "how do I cancel my spotify subscription"),
+        exclude=_r(_CAREER_WORDS),
+    ),
+)
