@@ -11,19 +11,20 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import ConfigDict, Field, PrivateAttr, ValidationError
-from sqlalchemy import Connection, bindparam, select
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from careerwise.assistants import DEFAULT_ASSISTANT, AssistantStore, valid_id
 from careerwise.config import Settings
 from careerwise.errors import ConflictError, NotFoundError, UserInputError
-from careerwise.store import Assistant, AssistantSetting, Database, SettingsAudit
-from careerwise.store.direct import DirectStatement
+from careerwise.store import Database
+from careerwise.store.assistant_settings import SettingOverrides
 from careerwise.tunables import Deadlines, Tunables
+
+if TYPE_CHECKING:  # annotations only: the statements are store/assistant_settings.py's
+    from sqlalchemy import Connection
+    from sqlalchemy.ext.asyncio import AsyncSession
 
 __all__ = ["DEFAULT_ASSISTANT", "KEYS", "AssistantSettings", "EffectiveSettings", "SettingsStore"]
 Source = Literal["default", "environment", "database"]
@@ -160,28 +161,14 @@ def _coerce(key: str, raw: str) -> Any:
     return raw
 
 
-_ASSISTANTS = Assistant.__table__
-_OVERRIDES = AssistantSetting.__table__
-# a turn's one read: the profile and its overrides (no override: one row with the key NULL)
-_TURN_READ = (
-    select(
-        _ASSISTANTS.c.enabled,
-        _ASSISTANTS.c.system_prompt,
-        _ASSISTANTS.c.knowledge_domains,
-        _OVERRIDES.c.key,
-        _OVERRIDES.c.value,
-    )
-    .select_from(_ASSISTANTS.outerjoin(_OVERRIDES, _OVERRIDES.c.assistant_id == _ASSISTANTS.c.id))
-    .where(_ASSISTANTS.c.id == bindparam("assistant_id"))
-)
-_TURN_READ_DIRECT = DirectStatement(_TURN_READ)
 # what a turn reads about its assistant: (enabled, (persona, domains), sorted (key, JSON value) overrides)
 TurnRead = tuple[bool, tuple[str, tuple[str, ...]], tuple[tuple[str, str], ...]]
 _NOT_READ = object()  # for_turn's ``read`` when the caller read nothing (None means: no such assistant)
 
 
 def _digest(rows: Sequence[Sequence[Any]]) -> TurnRead | None:
-    """The rows of :data:`_TURN_READ` (enabled, persona, domains, key, value), as :data:`TurnRead`."""
+    """The rows of the turn's read (enabled, persona, domains, key, value; store/assistant_settings.py),
+    as :data:`TurnRead`."""
     if not rows:
         return None
     enabled, persona, domains = rows[0][0], rows[0][1], rows[0][2]
@@ -197,6 +184,7 @@ class SettingsStore:
         self._db = db
         self._config = config
         self.assistants = AssistantStore(db)
+        self._overrides = SettingOverrides(db)
         self._env: tuple[dict[str, Any], dict[str, Source]] | None = None
         # (profile, overrides) as read -> the validated settings; see for_turn
         self._validated: dict[tuple[Any, ...], AssistantSettings] = {}
@@ -251,15 +239,12 @@ class SettingsStore:
 
     async def _read_turn(self, assistant_id: str, session: AsyncSession | None) -> TurnRead | None:
         """(enabled, (persona, domains), sorted (key, JSON value) overrides), or None: no such assistant."""
-        if session is None:
-            async with self._db.session() as s:
-                return await self._read_turn(assistant_id, s)
-        return _digest((await session.execute(_TURN_READ, {"assistant_id": assistant_id})).all())
+        return _digest(await self._overrides.turn_rows(assistant_id, session))
 
     @staticmethod
     def read_on(connection: Connection, assistant_id: str) -> TurnRead | None:
         """What :meth:`for_turn` reads, on a synchronous connection (a job of ``Database.read``)."""
-        return _digest(_TURN_READ_DIRECT.fetch(connection, {"assistant_id": assistant_id}))
+        return _digest(SettingOverrides.turn_rows_on(connection, assistant_id))
 
     def _environment(self) -> tuple[dict[str, Any], dict[str, Source]]:
         """Fresh copies of the configuration's values and sources (computed once: the configuration
@@ -271,11 +256,7 @@ class SettingsStore:
 
     async def effective(self, assistant_id: str = DEFAULT_ASSISTANT) -> EffectiveSettings:
         values, sources = self._environment()
-        async with self._db.session() as s:
-            rows = (
-                await s.scalars(select(AssistantSetting).where(AssistantSetting.assistant_id == assistant_id))
-            ).all()
-        stored = {row.key: row.value for row in rows if row.key in KEYS}
+        stored = {k: v for k, v in (await self._overrides.stored(assistant_id)).items() if k in KEYS}
         for key in stored:
             sources[key] = "database"
         return EffectiveSettings(AssistantSettings.with_overrides(values, stored), sources)
@@ -300,34 +281,11 @@ class SettingsStore:
             raise UserInputError(f"invalid value for {key}: {msg}") from exc
         new = getattr(validated, key)
         await self.ensure_assistant(assistant_id)
-        async with self._db.session() as s, s.begin():
-            row = await s.get(AssistantSetting, (assistant_id, key))
-            old = row.value if row else None
-            if row is None:
-                s.add(AssistantSetting(assistant_id=assistant_id, key=key, value=new, updated_by=changed_by))
-            else:
-                row.value, row.updated_by, row.updated_at = new, changed_by, datetime.now(UTC)
-            s.add(
-                SettingsAudit(
-                    assistant_id=assistant_id, key=key, old_value=old, new_value=new, changed_by=changed_by
-                )
-            )
+        await self._overrides.put(assistant_id, key, new, changed_by=changed_by)
         return new
 
     async def reset(self, key: str, *, changed_by: str, assistant_id: str = DEFAULT_ASSISTANT) -> None:
         """Remove a database override, so the configuration default applies again."""
         if key not in KEYS:
             raise UserInputError(f"unknown setting {key!r}")
-        async with self._db.session() as s, s.begin():
-            row = await s.get(AssistantSetting, (assistant_id, key))
-            if row is not None:
-                s.add(
-                    SettingsAudit(
-                        assistant_id=assistant_id,
-                        key=key,
-                        old_value=row.value,
-                        new_value=None,
-                        changed_by=changed_by,
-                    )
-                )
-                await s.delete(row)
+        await self._overrides.remove(assistant_id, key, changed_by=changed_by)

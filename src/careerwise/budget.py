@@ -7,21 +7,18 @@ import math
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from functools import cached_property
+from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
-
-from sqlalchemy import Connection, Executable, bindparam, select
-from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from careerwise.errors import RateLimitedError
 from careerwise.store import Database
-from careerwise.store.direct import DirectStatement
-from careerwise.store.models_budget import TokenUsage
+from careerwise.store.budget import TokenUsageStore
+
+if TYPE_CHECKING:  # annotations only: the statements are store/budget.py's
+    from sqlalchemy import Connection
+    from sqlalchemy.ext.asyncio import AsyncSession
 
 TAIPEI = ZoneInfo("Asia/Taipei")
-_USAGE = TokenUsage.__table__
-_USED = select(_USAGE.c.tokens).where(_USAGE.c.owner == bindparam("owner"), _USAGE.c.day == bindparam("day"))
-_USED_DIRECT = DirectStatement(_USED)
 
 
 def today(now: datetime | None = None) -> date:
@@ -37,17 +34,12 @@ class TokenBudget:
 
     async def used(self, key: str, day: date | None = None, *, session: AsyncSession | None = None) -> int:
         """Tokens counted for ``key`` on ``day`` (today), read on ``session`` when given."""
-        if session is None:
-            async with self.db.session() as s:
-                return await self.used(key, day, session=s)
-        value = await session.scalar(_USED, {"owner": key, "day": day or today()})
-        return int(value or 0)
+        return await self._usage.used(key, day or today(), session=session)
 
     def used_on(self, connection: Connection, key: str) -> int:
         """:meth:`used` for today on a synchronous connection: the engine reads it with the assistant's
         settings in one job on the database's reader thread (``Database.read``)."""
-        rows = _USED_DIRECT.fetch(connection, {"owner": key, "day": today()})
-        return int(rows[0][0] or 0) if rows else 0
+        return self._usage.used_on(connection, key, today())
 
     @property
     def applies(self) -> bool:
@@ -83,43 +75,26 @@ class TokenBudget:
         transaction instead: :meth:`add_in`)."""
         if tokens <= 0:
             return
-        async with self.db.session() as s, s.begin():
-            await self.add_in(s, key, tokens)
+        await self._usage.add(key, today(), tokens)
 
     async def add_in(self, session: AsyncSession, key: str, tokens: int) -> None:
         """Count ``tokens`` inside the caller's open transaction: one upsert, never a conflict (ON
         CONFLICT adds to the day's row), so it fails only when the whole transaction would."""
         if tokens <= 0:
             return
-        await session.execute(self._upsert, {"owner": key, "day": today(), "tokens": tokens})
+        await self._usage.add_in(session, key, today(), tokens)
 
     def add_on(self, connection: Connection, key: str, tokens: int) -> None:
         """:meth:`add_in` on a synchronous connection inside the caller's open transaction: the turn's
         closing transaction runs as one job (``Database.write``), on SQLite in the writer thread."""
         if tokens <= 0:
             return
-        # ``send``: batched on PostgreSQL's writer, it travels with the COMMIT (store/direct.py)
-        self._upsert_direct.send(connection, {"owner": key, "day": today(), "tokens": tokens})
+        self._usage.add_on(connection, key, today(), tokens)
 
     @cached_property
-    def _upsert_direct(self) -> DirectStatement:
-        """:attr:`_upsert` run on the driver's cursor (store/direct.py): the writer thread's job."""
-        return DirectStatement(self._upsert)
-
-    @cached_property
-    def _upsert(self) -> Executable:
-        """The counting statement, built once: a Core insert on the table (the ORM's bulk path costs
-        about a millisecond of event-loop CPU a turn), the values bound at execution."""
-        dialect = postgresql if self.db.is_postgresql else sqlite
-        table = TokenUsage.__table__
-        stmt = dialect.insert(table).values(
-            owner=bindparam("owner"), day=bindparam("day"), tokens=bindparam("tokens")
-        )
-        upsert: Executable = stmt.on_conflict_do_update(
-            index_elements=[table.c.owner, table.c.day],
-            set_={"tokens": table.c.tokens + stmt.excluded.tokens},
-        )
-        return upsert
+    def _usage(self) -> TokenUsageStore:
+        """The counts' rows (store/budget.py), on this budget's database."""
+        return TokenUsageStore(self.db)
 
 
 def _until_midnight() -> int:

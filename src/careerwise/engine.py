@@ -117,7 +117,7 @@ class Engine:
     budget: TokenBudget | None = None
     telemetry: Telemetry = field(default_factory=Telemetry)
     assistant_id: str = DEFAULT_ASSISTANT  # the default assistant: a request that names none gets her
-    # (provider name, model) -> provider, from the assistant's settings each turn (services.ProviderRegistry)
+    # (provider name, model) -> provider, from the assistant's settings each turn (provider_registry.ProviderRegistry)
     pick_provider: Callable[[str, str], LLMProvider] | None = None
     # this process's row in app_processes: pending replies are stamped with it once it is started, so
     # another process can tell a reply whose writer died from one still being written (store/recovery.py)

@@ -18,7 +18,7 @@ from fastapi.responses import FileResponse
 from careerwise.api import admin_knowledge, admin_settings, admin_stats, admin_turns
 from careerwise.api.admin_common import admin_router
 from careerwise.api.admin_knowledge import knowledge_status
-from careerwise.api.deps import ServicesDep, StatsDep
+from careerwise.api.deps import EngineDep, KnowledgeBaseDep, ProviderDep, StatsDep
 from careerwise.flows.compact import design_of
 from careerwise.llm.profile import profile_of
 
@@ -38,7 +38,9 @@ async def admin_page() -> FileResponse:
 
 
 @status_router.get("/status")
-async def status(services: ServicesDep, stats: StatsDep) -> dict[str, Any]:
+async def status(
+    engine: EngineDep, kb_: KnowledgeBaseDep, provider: ProviderDep, stats: StatsDep
+) -> dict[str, Any]:
     """What the dashboard's health strip shows: the knowledge index (a retriever that failed to load is
     never silent), the database, the LLM provider, and the last 24 hours of knowledge degradations and
     this process's retrieval-failure counters (the same counters /metrics exports)."""
@@ -51,22 +53,22 @@ async def status(services: ServicesDep, stats: StatsDep) -> dict[str, Any]:
         log.warning("admin status: the database check failed: %s", exc)
         database = {"state": "failed", "error": f"{type(exc).__name__}: {exc}"}
         turns = knowledge_degraded = 0
-    registry = services.engine.telemetry.metrics.registry
+    registry = engine.telemetry.metrics.registry
     failures = {
         kind: int(registry.get_sample_value("careerwise_retrieval_failures_total", {"kind": kind}) or 0)
         for kind in RETRIEVAL_FAILURE_KINDS
     }
-    kb = knowledge_status(services)
+    kb = knowledge_status(kb_)
     return {
         "ok": kb["state"] == "ready" and database["state"] == "ok",
         "knowledge": kb,
         "database": database,
         "llm": {
-            "provider": services.provider.name,
-            "model": services.provider.model,
+            "provider": provider.name,
+            "model": provider.model,
             # what the flows size their work to, and the deep design it picks (llm/profile.py, 0014)
-            "profile": profile_of(services.provider).as_dict(),
-            "deep_design": design_of(services.engine.options, services.provider)[0],
+            "profile": profile_of(provider).as_dict(),
+            "deep_design": design_of(engine.options, provider)[0],
         },
         "last_24h": {"turns": turns, "knowledge_degraded_turns": knowledge_degraded},
         "retrieval_failures": failures,

@@ -13,7 +13,7 @@ from typing import Any
 from fastapi import APIRouter, Depends
 
 from careerwise.api.auth import AdminUser, get_admin_user
-from careerwise.api.deps import AssistantAdminDep, ServicesDep
+from careerwise.api.deps import AssistantAdminDep, AssistantSettingsDep
 from careerwise.api.error_models import errors
 from careerwise.assistants import ProfileIn, ProfileUpdate
 from careerwise.knowledge.documents import DOMAINS
@@ -23,9 +23,9 @@ router = APIRouter(dependencies=[Depends(get_admin_user)])
 
 
 @router.get("/assistants")
-async def assistants(services: ServicesDep, store: AssistantAdminDep) -> dict[str, Any]:
+async def assistants(settings: AssistantSettingsDep, store: AssistantAdminDep) -> dict[str, Any]:
     """Every assistant with its profile, its number of setting overrides and of turns."""
-    profiles = await services.assistant_settings.assistants.list()
+    profiles = await settings.assistants.list()
     overrides, turns = await store.counts()
     return {
         "assistants": [
@@ -42,21 +42,23 @@ async def assistants(services: ServicesDep, store: AssistantAdminDep) -> dict[st
 
 
 @router.post("/assistants", status_code=201, responses=errors(409))
-async def create_assistant(body: ProfileIn, services: ServicesDep, admin: AdminUser) -> dict[str, Any]:
+async def create_assistant(
+    body: ProfileIn, settings: AssistantSettingsDep, admin: AdminUser
+) -> dict[str, Any]:
     """A new assistant (422: bad id or field; 409: the id is taken), audited with the admin's email."""
-    profile = await services.assistant_settings.assistants.create(body, changed_by=admin.email)
+    profile = await settings.assistants.create(body, changed_by=admin.email)
     return {"assistant": profile.to_json()}
 
 
 @router.get("/assistants/{assistant_id}", responses=errors(404))
-async def get_assistant(assistant_id: str, services: ServicesDep) -> dict[str, Any]:
-    return {"assistant": (await services.assistant_settings.assistants.get(assistant_id)).to_json()}
+async def get_assistant(assistant_id: str, settings: AssistantSettingsDep) -> dict[str, Any]:
+    return {"assistant": (await settings.assistants.get(assistant_id)).to_json()}
 
 
 @router.patch("/assistants/{assistant_id}", responses=errors(404, 409))
 async def update_assistant(
-    assistant_id: str, body: ProfileUpdate, services: ServicesDep, admin: AdminUser
+    assistant_id: str, body: ProfileUpdate, settings: AssistantSettingsDep, admin: AdminUser
 ) -> dict[str, Any]:
     """Change the fields given; ``{"enabled": false}`` disables (409 for the default assistant)."""
-    profile = await services.assistant_settings.assistants.update(assistant_id, body, changed_by=admin.email)
+    profile = await settings.assistants.update(assistant_id, body, changed_by=admin.email)
     return {"assistant": profile.to_json()}

@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field, StringConstraints
 from careerwise.api._strict import REQUEST_MODEL, JsonDate
 from careerwise.api.auth import AdminUser
 from careerwise.api.bookings import BookingsOut, booking_out
-from careerwise.api.deps import ServicesDep
+from careerwise.api.deps import BookingsDep
 from careerwise.api.error_models import errors
 from careerwise.booking import Availability, BookingService
 from careerwise.booking.hours import describe
@@ -99,8 +99,7 @@ def _availability_json(service: BookingService, av: Availability) -> dict[str, A
 
 
 @router.get("/api/admin/availability", summary="Weekly hours, exceptions and slot settings")
-async def get_availability(services: ServicesDep, _admin: AdminUser) -> dict[str, Any]:
-    service = services.bookings
+async def get_availability(service: BookingsDep, _admin: AdminUser) -> dict[str, Any]:
     return _availability_json(service, await service.availability())
 
 
@@ -109,8 +108,7 @@ async def get_availability(services: ServicesDep, _admin: AdminUser) -> dict[str
     summary="Replace the whole week's hours (confirms them)",
     responses=errors(400),
 )
-async def put_week(body: WeekIn, services: ServicesDep, admin: AdminUser) -> dict[str, Any]:
-    service = services.bookings
+async def put_week(body: WeekIn, service: BookingsDep, admin: AdminUser) -> dict[str, Any]:
     weekly = {
         int(d): tuple((_minute(r.start), _minute(r.end)) for r in ranges)
         for d, ranges in body.days.items()
@@ -125,10 +123,9 @@ async def put_week(body: WeekIn, services: ServicesDep, admin: AdminUser) -> dic
 async def put_weekly(
     weekday: Annotated[int, PathParam(ge=0, le=6, description="0 = Monday")],
     body: WeeklyIn,
-    services: ServicesDep,
+    service: BookingsDep,
     admin: AdminUser,
 ) -> dict[str, Any]:
-    service = services.bookings
     ranges = [(_minute(r.start), _minute(r.end)) for r in body.ranges]
     return _availability_json(service, await service.set_weekly(weekday, ranges, by=admin.email))
 
@@ -137,8 +134,7 @@ async def put_weekly(
     "/api/admin/availability/confirm",
     summary="Keep the hours shown (the shipped defaults) as the coach's own",
 )
-async def confirm_hours(services: ServicesDep, admin: AdminUser) -> dict[str, Any]:
-    service = services.bookings
+async def confirm_hours(service: BookingsDep, admin: AdminUser) -> dict[str, Any]:
     return _availability_json(service, await service.confirm_hours(by=admin.email))
 
 
@@ -146,9 +142,8 @@ async def confirm_hours(services: ServicesDep, admin: AdminUser) -> dict[str, An
     "/api/admin/availability/settings", summary="Slot length, horizon, minimum notice", responses=errors(400)
 )
 async def patch_settings(
-    body: AvailabilitySettingsIn, services: ServicesDep, admin: AdminUser
+    body: AvailabilitySettingsIn, service: BookingsDep, admin: AdminUser
 ) -> dict[str, Any]:
-    service = services.bookings
     av = await service.update_settings(
         slot_minutes=body.slot_minutes,
         horizon_days=body.horizon_days,
@@ -164,8 +159,8 @@ async def patch_settings(
     summary="Close a day or add hours",
     responses=errors(400),
 )
-async def add_exception(body: ExceptionIn, services: ServicesDep, admin: AdminUser) -> dict[str, Any]:
-    e = await services.bookings.add_exception(
+async def add_exception(body: ExceptionIn, service: BookingsDep, admin: AdminUser) -> dict[str, Any]:
+    e = await service.add_exception(
         day=body.day,
         kind=body.kind,
         start_minute=_minute(body.start) if body.start else None,
@@ -178,22 +173,21 @@ async def add_exception(body: ExceptionIn, services: ServicesDep, admin: AdminUs
 
 @router.delete("/api/admin/availability/exceptions/{exception_id}", status_code=204, responses=errors(404))
 async def delete_exception(
-    exception_id: Annotated[int, PathParam(ge=1, le=2**63 - 1)], services: ServicesDep, admin: AdminUser
+    exception_id: Annotated[int, PathParam(ge=1, le=2**63 - 1)], service: BookingsDep, admin: AdminUser
 ) -> Response:
-    await services.bookings.remove_exception(exception_id, by=admin.email)
+    await service.remove_exception(exception_id, by=admin.email)
     return Response(status_code=204)
 
 
 @router.get("/api/admin/bookings", summary="Every booking (admin)")
 async def all_bookings(
     request: Request,
-    services: ServicesDep,
+    service: BookingsDep,
     _admin: AdminUser,
     scope: Literal["upcoming", "past", "all"] = "upcoming",
 ) -> BookingsOut:
     """``upcoming``: not yet ended, soonest first; ``past``: ended, most recent first; ``all``: both,
     oldest first. Every status (active, cancelled, rescheduled) is included."""
-    service = services.bookings
     views = await service.list_bookings(
         everyone=True, upcoming_only=scope == "upcoming", past_only=scope == "past"
     )
@@ -211,13 +205,11 @@ async def all_bookings(
 )
 async def day_ics(
     request: Request,
-    services: ServicesDep,
+    service: BookingsDep,
     _admin: AdminUser,
     day: Annotated[date, Query(description="A day in the coach's time zone (YYYY-MM-DD).")],
 ) -> Response:
-    body = await services.bookings.day_calendar(
-        day, url=str(request.base_url).rstrip("/") + "/admin#bookings"
-    )
+    body = await service.day_calendar(day, url=str(request.base_url).rstrip("/") + "/admin#bookings")
     return Response(
         body,
         media_type="text/calendar; charset=utf-8",

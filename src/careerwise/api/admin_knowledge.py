@@ -33,9 +33,18 @@ from pydantic import BaseModel, Field
 from careerwise.api._strict import REQUEST_MODEL
 from careerwise.api.admin_common import admin_router
 from careerwise.api.admin_settings import known_assistant
-from careerwise.api.deps import KnowledgeDep, ServicesDep
+from careerwise.api.deps import (
+    AssistantSettingsDep,
+    DatabaseDep,
+    KnowledgeBaseDep,
+    KnowledgeDep,
+    ParseWorkersDep,
+    SettingsDep,
+    ToolsDep,
+)
 from careerwise.api.error_models import errors
 from careerwise.assistant_settings import DEFAULT_ASSISTANT
+from careerwise.config import Settings
 from careerwise.errors import (
     KnowledgeUnavailableError,
     NotFoundError,
@@ -53,11 +62,12 @@ from careerwise.knowledge.documents import (
     load_document,
 )
 from careerwise.knowledge.ingest import IngestReport, bump_version, ingest_documents
-from careerwise.services import Services
+from careerwise.knowledge.service import KnowledgeBase
 from careerwise.store import as_utc
 from careerwise.tools.search_knowledge import MAX_QUERY_CHARS, MAX_TOP_K
 from careerwise.tools.search_knowledge import NAME as SEARCH_TOOL
 from careerwise.tracing.background import KNOWLEDGE_UPLOAD_CLEANUP, count_failure
+from careerwise.untrusted import ParseWorkers
 
 log = logging.getLogger(__name__)
 router = admin_router("admin: knowledge")
@@ -65,22 +75,22 @@ MAX_FILES = 50
 _SAFE_NAME = re.compile(r"[^\w.\- ]+")
 
 
-def knowledge_status(services: Services) -> dict[str, Any]:
-    st = services.kb.status()
+def knowledge_status(kb: KnowledgeBase) -> dict[str, Any]:
+    st = kb.status()
     return {
         "state": st.state,
         "chunks": st.chunks,
         "version": st.version,
         "error": st.error,
-        "backend": services.kb.backend,
+        "backend": kb.backend,
     }
 
 
 @router.get("/knowledge")
-async def documents(services: ServicesDep, knowledge: KnowledgeDep) -> dict[str, Any]:
+async def documents(kb: KnowledgeBaseDep, knowledge: KnowledgeDep) -> dict[str, Any]:
     found = await knowledge.documents()
     return {
-        "status": knowledge_status(services),
+        "status": knowledge_status(kb),
         "documents": [
             {
                 "id": d.id,
@@ -98,13 +108,13 @@ async def documents(services: ServicesDep, knowledge: KnowledgeDep) -> dict[str,
     }
 
 
-def uploads_dir(services: Services) -> Path:
-    return services.settings.data_dir / "uploads"
+def uploads_dir(settings: Settings) -> Path:
+    return settings.data_dir / "uploads"
 
 
-def staging_root(services: Services) -> Path:
+def staging_root(settings: Settings) -> Path:
     """Where uploaded files wait while they are read and ingested: beside ``uploads/``, never in it."""
-    return services.settings.data_dir / "uploads-incoming"
+    return settings.data_dir / "uploads-incoming"
 
 
 def _remove(path: Path) -> None:
@@ -120,11 +130,10 @@ def _remove(path: Path) -> None:
 
 
 async def _read_all(
-    services: Services, files: list[UploadFile], names: list[str], staging: Path
+    settings: Settings, workers: ParseWorkers, files: list[UploadFile], names: list[str], staging: Path
 ) -> tuple[list[tuple[Path, SourceDocument]], dict[str, UserInputError]]:
     """Each file saved in ``staging`` and read in a limited worker: the documents, and the refusals
     by file name (their files deleted at once)."""
-    settings = services.settings
     docs: list[tuple[Path, SourceDocument]] = []
     refused: dict[str, UserInputError] = {}
     for f, name in zip(files, names, strict=True):
@@ -134,7 +143,7 @@ async def _read_all(
         path = staging / name
         await asyncio.to_thread(path.write_bytes, data)
         try:
-            doc = await services.parse_workers.run(
+            doc = await workers.run(
                 settings.knowledge_parse_timeout,
                 name,
                 load_document,
@@ -202,7 +211,10 @@ def _jobs(request: Request) -> set[asyncio.Task[Any]]:
 @router.post("/knowledge/documents", responses=errors(415))
 async def upload(
     request: Request,
-    services: ServicesDep,
+    settings: SettingsDep,
+    db: DatabaseDep,
+    kb: KnowledgeBaseDep,
+    workers: ParseWorkersDep,
     files: Annotated[list[UploadFile], File(description="Markdown, text, HTML or PDF files.")],
 ) -> StreamingResponse:
     """Save the files, ingest them as ``careerwise ingest`` does, reload the index. The response is an
@@ -218,12 +230,12 @@ async def upload(
     for f, name in zip(files, names, strict=True):
         if f.size is not None and f.size > MAX_FILE_BYTES:
             raise PayloadTooLargeError(f"{name} is {f.size} bytes; the limit is {MAX_FILE_BYTES} bytes")
-    folder = uploads_dir(services)
-    root = staging_root(services)
+    folder = uploads_dir(settings)
+    root = staging_root(settings)
     root.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(dir=root))
     try:
-        docs, refused = await _read_all(services, files, names, staging)
+        docs, refused = await _read_all(settings, workers, files, names, staging)
         if not docs:
             raise next(iter(refused.values()))
     except BaseException:
@@ -243,12 +255,12 @@ async def upload(
         try:
             for name in refused:
                 progress(name)
-            report = await ingest_documents(services.db, services.kb.embedder, docs, progress=progress)
+            report = await ingest_documents(db, kb.embedder, docs, progress=progress)
             report.failed.update({name: str(exc) for name, exc in refused.items()})
             await asyncio.to_thread(_keep, report, docs, folder)
             queue.put_nowait(("progress", {"stage": "reindex", "done": handled, "total": total}))
             if report.changed:
-                await services.kb.load()
+                await kb.load()
             log.info(
                 "admin upload: added %s, updated %s, unchanged %s, failed %s",
                 report.added,
@@ -257,7 +269,7 @@ async def upload(
                 list(report.failed),
             )
             queue.put_nowait(
-                ("done", {"report": _report_view(report, staging), "knowledge": knowledge_status(services)})
+                ("done", {"report": _report_view(report, staging), "knowledge": knowledge_status(kb)})
             )
         except Exception as exc:
             log.exception("admin upload: the ingest failed")
@@ -282,25 +294,27 @@ async def upload(
 
 
 @router.delete("/knowledge/documents/{document_id}", responses=errors(404))
-async def delete_document(document_id: str, services: ServicesDep, knowledge: KnowledgeDep) -> dict[str, Any]:
+async def delete_document(
+    document_id: str, settings: SettingsDep, db: DatabaseDep, kb: KnowledgeBaseDep, knowledge: KnowledgeDep
+) -> dict[str, Any]:
     source = await knowledge.delete_document(document_id)
     if source is None:
         raise NotFoundError(f"no document {document_id!r}")
     # an uploaded copy goes too, or a later bulk ingest of the folder would bring the document back
-    uploaded = uploads_dir(services) / Path(source).name
+    uploaded = uploads_dir(settings) / Path(source).name
     if Path(source).name == source and uploaded.is_file():
         await asyncio.to_thread(uploaded.unlink)
-    version = await bump_version(services.db)
-    await services.kb.load()
-    return {"deleted": document_id, "version": version, "knowledge": knowledge_status(services)}
+    version = await bump_version(db)
+    await kb.load()
+    return {"deleted": document_id, "version": version, "knowledge": knowledge_status(kb)}
 
 
 @router.post("/knowledge/reindex")
-async def reindex(services: ServicesDep) -> dict[str, Any]:
+async def reindex(kb: KnowledgeBaseDep) -> dict[str, Any]:
     """Rebuild the search index from the database (documents ingested by another process, or after a
     failed load). A load that fails again is a 503 that says why; /readyz shows the same state."""
-    await services.kb.load()
-    status = knowledge_status(services)
+    await kb.load()
+    status = knowledge_status(kb)
     if status["state"] == "failed":
         raise KnowledgeUnavailableError(f"the knowledge index could not be loaded: {status['error']}")
     return {"knowledge": status}
@@ -316,15 +330,17 @@ class RetrievalTest(BaseModel):
 
 
 @router.post("/knowledge/search", responses=errors(404))
-async def retrieval_test(body: RetrievalTest, services: ServicesDep) -> dict[str, Any]:
+async def retrieval_test(
+    body: RetrievalTest, kb: KnowledgeBaseDep, tools: ToolsDep, assistants: AssistantSettingsDep
+) -> dict[str, Any]:
     """The searchKnowledge tool as a turn runs it: the same resolve() (with the assistant's settings: the
     full-retrieval override, the default top_k, the rerank pool) and the same run(). ``tool_call`` and
     ``tool_result`` are the records a turn's stream would carry; ``model_input`` is what the model reads."""
-    await known_assistant(services, body.assistant_id)
-    tool = services.tools.get(SEARCH_TOOL)
+    await known_assistant(assistants, body.assistant_id)
+    tool = tools.get(SEARCH_TOOL)
     if tool is None:
         raise NotFoundError(f"the {SEARCH_TOOL} tool is not registered")
-    settings = await services.assistant_settings.for_turn(body.assistant_id, allow_disabled=True)  # + domains
+    settings = await assistants.for_turn(body.assistant_id, allow_disabled=True)  # + domains
     arguments: dict[str, Any] = {"query": body.query}
     if body.top_k is not None:
         arguments["top_k"] = body.top_k
@@ -357,5 +373,5 @@ async def retrieval_test(body: RetrievalTest, services: ServicesDep) -> dict[str
         "chunks": [{"rank": n, **src.model_dump(mode="json")} for n, src in enumerate(output.sources, 1)],
         "model_input": output.content,
         "max_top_k": MAX_TOP_K,
-        "knowledge": knowledge_status(services),
+        "knowledge": knowledge_status(kb),
     }

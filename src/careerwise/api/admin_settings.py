@@ -16,12 +16,12 @@ from careerwise.api import admin_assistants
 from careerwise.api._strict import REQUEST_MODEL
 from careerwise.api.admin_common import admin_router
 from careerwise.api.auth import AdminUser
-from careerwise.api.deps import AssistantAdminDep, ServicesDep
+from careerwise.api.deps import AssistantAdminDep, AssistantSettingsDep, DatabaseDep, ProvidersDep
 from careerwise.api.error_models import errors
-from careerwise.assistant_settings import KEYS, AssistantSettings
+from careerwise.assistant_settings import KEYS, AssistantSettings, SettingsStore
 from careerwise.assistants import AssistantProfile
 from careerwise.channels.apikeys import create_key, list_keys, revoke_key
-from careerwise.services import Services
+from careerwise.provider_registry import ProviderRegistry
 from careerwise.store import ApiKey, as_utc
 
 router = admin_router("admin: assistants")
@@ -30,9 +30,9 @@ router = admin_router("admin: assistants")
 router.include_router(admin_assistants.router)  # list / create / update the assistants themselves
 
 
-async def known_assistant(services: Services, assistant_id: str) -> AssistantProfile:
+async def known_assistant(store: SettingsStore, assistant_id: str) -> AssistantProfile:
     """The assistant's profile; Summer's is created on first use (she ships), any other must exist (404)."""
-    return await services.assistant_settings.assistants.get(assistant_id)
+    return await store.assistants.get(assistant_id)
 
 
 def _field_info(key: str) -> dict[str, Any]:
@@ -51,21 +51,25 @@ def _field_info(key: str) -> dict[str, Any]:
     return info
 
 
-async def _settings_view(services: Services, assistant_id: str) -> dict[str, Any]:
-    eff = await services.assistant_settings.effective(assistant_id)
+async def _settings_view(
+    store: SettingsStore, providers: ProviderRegistry, assistant_id: str
+) -> dict[str, Any]:
+    eff = await store.effective(assistant_id)
     values = eff.values.model_dump()
     rows = [{"key": k, "value": values[k], "source": eff.sources[k], **_field_info(k)} for k in KEYS]
     for row in rows:
         if row["key"] == "llm_provider":  # the providers this configuration has, by name (no secrets)
-            row["choices"] = list(services.providers.names())
+            row["choices"] = list(providers.names())
     return {"assistant_id": assistant_id, "settings": rows}
 
 
 @router.get("/assistants/{assistant_id}/settings", responses=errors(404))
-async def get_settings(assistant_id: str, services: ServicesDep) -> dict[str, Any]:
+async def get_settings(
+    assistant_id: str, settings: AssistantSettingsDep, providers: ProvidersDep
+) -> dict[str, Any]:
     """Every setting's effective value and its source (default < environment < database)."""
-    await known_assistant(services, assistant_id)
-    return await _settings_view(services, assistant_id)
+    await known_assistant(settings, assistant_id)
+    return await _settings_view(settings, providers, assistant_id)
 
 
 class SettingIn(BaseModel):
@@ -75,34 +79,39 @@ class SettingIn(BaseModel):
 
 @router.put("/assistants/{assistant_id}/settings/{key}", responses=errors(404, 409))
 async def put_setting(
-    assistant_id: str, key: str, body: SettingIn, services: ServicesDep, admin: AdminUser
+    assistant_id: str,
+    key: str,
+    body: SettingIn,
+    settings: AssistantSettingsDep,
+    providers: ProvidersDep,
+    admin: AdminUser,
 ) -> dict[str, Any]:
     """Store one override (validated; 400 says why a value is refused), audited with the admin's email."""
-    await known_assistant(services, assistant_id)
-    await services.assistant_settings.set(key, body.value, changed_by=admin.email, assistant_id=assistant_id)
-    return await _settings_view(services, assistant_id)
+    await known_assistant(settings, assistant_id)
+    await settings.set(key, body.value, changed_by=admin.email, assistant_id=assistant_id)
+    return await _settings_view(settings, providers, assistant_id)
 
 
 @router.delete("/assistants/{assistant_id}/settings/{key}", responses=errors(400, 404, 409))
 async def reset_setting(
-    assistant_id: str, key: str, services: ServicesDep, admin: AdminUser
+    assistant_id: str, key: str, settings: AssistantSettingsDep, providers: ProvidersDep, admin: AdminUser
 ) -> dict[str, Any]:
     """Remove the database override: the configuration default applies again (audited)."""
-    await known_assistant(services, assistant_id)
-    await services.assistant_settings.reset(key, changed_by=admin.email, assistant_id=assistant_id)
-    return await _settings_view(services, assistant_id)
+    await known_assistant(settings, assistant_id)
+    await settings.reset(key, changed_by=admin.email, assistant_id=assistant_id)
+    return await _settings_view(settings, providers, assistant_id)
 
 
 @router.get("/assistants/{assistant_id}/audit", responses=errors(404))
 async def audit_log(
     assistant_id: str,
-    services: ServicesDep,
+    settings: AssistantSettingsDep,
     store: AssistantAdminDep,
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
     offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
 ) -> dict[str, Any]:
     """Who changed what, when, from what to what; newest first. ``new_value`` null = reset."""
-    await known_assistant(services, assistant_id)
+    await known_assistant(settings, assistant_id)
     total, rows = await store.audit(assistant_id, limit=limit, offset=offset)
     return {
         "total": total,
@@ -135,8 +144,8 @@ def _key_view(key: ApiKey) -> dict[str, Any]:
 
 
 @router.get("/apikeys")
-async def apikeys(services: ServicesDep) -> dict[str, Any]:
-    return {"keys": [_key_view(k) for k in await list_keys(services.db)]}
+async def apikeys(db: DatabaseDep) -> dict[str, Any]:
+    return {"keys": [_key_view(k) for k in await list_keys(db)]}
 
 
 class KeyIn(BaseModel):
@@ -145,12 +154,12 @@ class KeyIn(BaseModel):
 
 
 @router.post("/apikeys", status_code=201)
-async def new_apikey(body: KeyIn, services: ServicesDep) -> dict[str, Any]:
+async def new_apikey(body: KeyIn, db: DatabaseDep) -> dict[str, Any]:
     """The token is in this response and nowhere else: only its SHA-256 is stored."""
-    key, token = await create_key(services.db, body.name)
+    key, token = await create_key(db, body.name)
     return {"key": _key_view(key), "token": token}
 
 
 @router.delete("/apikeys/{key_id}", responses=errors(400, 404))
-async def revoke_apikey(key_id: str, services: ServicesDep) -> dict[str, Any]:
-    return {"key": _key_view(await revoke_key(services.db, key_id))}
+async def revoke_apikey(key_id: str, db: DatabaseDep) -> dict[str, Any]:
+    return {"key": _key_view(await revoke_key(db, key_id))}

@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from careerwise.api._strict import REQUEST_MODEL
-from careerwise.api.deps import ServicesDep
+from careerwise.api.deps import AccountsDep, LimitersDep
 from careerwise.api.error_models import errors
 from careerwise.api.errors import error_body
 from careerwise.errors import AuthenticationError, PermissionDeniedError
@@ -29,11 +29,11 @@ _UNRESOLVED = object()
 router = APIRouter(tags=["accounts"])
 
 
-async def get_optional_user(request: Request, services: ServicesDep) -> User | None:
+async def get_optional_user(request: Request, accounts: AccountsDep) -> User | None:
     cached = getattr(request.state, "user", _UNRESOLVED)
     if cached is not _UNRESOLVED:
         return cached if isinstance(cached, User) else None
-    user = await services.accounts.resolve(request.cookies.get(COOKIE))
+    user = await accounts.resolve(request.cookies.get(COOKIE))
     request.state.user = user
     return user
 
@@ -98,35 +98,39 @@ def _set_cookie(response: Response, request: Request, value: str, max_age: int) 
 
 
 @router.post("/api/auth/signup", status_code=201, responses=errors(409, 429))
-async def signup(body: SignUp, request: Request, response: Response, services: ServicesDep) -> UserOut:
-    await services.limiters.login.hit(client_ip(request), "sign-up and log-in attempts")
-    user = await services.accounts.create_user(
+async def signup(
+    body: SignUp, request: Request, response: Response, accounts: AccountsDep, limiters: LimitersDep
+) -> UserOut:
+    await limiters.login.hit(client_ip(request), "sign-up and log-in attempts")
+    user = await accounts.create_user(
         email=body.email, password=body.password, display_name=body.display_name
     )
-    cookie = await services.accounts.open_session(user)
-    _set_cookie(response, request, cookie, int(services.accounts.max_age.total_seconds()))
+    cookie = await accounts.open_session(user)
+    _set_cookie(response, request, cookie, int(accounts.max_age.total_seconds()))
     return UserOut.of(user)
 
 
 @router.post("/api/auth/login", responses=errors(401, 429))
-async def login(body: Credentials, request: Request, response: Response, services: ServicesDep) -> UserOut:
-    await services.limiters.login.hit(client_ip(request), "sign-up and log-in attempts")
+async def login(
+    body: Credentials, request: Request, response: Response, accounts: AccountsDep, limiters: LimitersDep
+) -> UserOut:
+    await limiters.login.hit(client_ip(request), "sign-up and log-in attempts")
     # and per account, whatever the IP: guessing one account's password from many addresses is slowed
     # too (the price: someone can keep an account's owner out for the window; docs/security.md)
-    await services.limiters.login_account.hit(
+    await limiters.login_account.hit(
         f"account:{body.email.strip().lower()}", "log-in attempts for this account"
     )
-    user = await services.accounts.authenticate(email=body.email, password=body.password)
+    user = await accounts.authenticate(email=body.email, password=body.password)
     # a new session on every log-in: a cookie planted before log-in is never promoted (session fixation)
-    await services.accounts.close_session(request.cookies.get(COOKIE))
-    cookie = await services.accounts.open_session(user)
-    _set_cookie(response, request, cookie, int(services.accounts.max_age.total_seconds()))
+    await accounts.close_session(request.cookies.get(COOKIE))
+    cookie = await accounts.open_session(user)
+    _set_cookie(response, request, cookie, int(accounts.max_age.total_seconds()))
     return UserOut.of(user)
 
 
 @router.post("/api/auth/logout", status_code=204)
-async def logout(request: Request, services: ServicesDep) -> Response:
-    await services.accounts.close_session(request.cookies.get(COOKIE))
+async def logout(request: Request, accounts: AccountsDep) -> Response:
+    await accounts.close_session(request.cookies.get(COOKIE))
     response = Response(status_code=204)
     response.delete_cookie(COOKIE, path="/", httponly=True, samesite="lax")
     return response

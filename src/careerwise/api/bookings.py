@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field, StringConstraints
 
 from careerwise.api._strict import REQUEST_MODEL, JsonAwareDatetime
 from careerwise.api.auth import OptionalUser, client_ip
-from careerwise.api.deps import ServicesDep
+from careerwise.api.deps import BookingsDep
 from careerwise.api.error_models import errors
 from careerwise.booking import Availability, BookingService, BookingView, slot_label
 from careerwise.booking.errors import BookingNotFoundError, InvalidBookingError
@@ -151,14 +151,13 @@ IdempotencyHeader = Annotated[str | None, Header(alias="Idempotency-Key")]
 
 async def _authorized_booking(
     booking_id: str,
-    services: ServicesDep,
+    service: BookingsDep,
     user: OptionalUser,
     token_header: TokenHeader = None,
     token: TokenQuery = None,
 ) -> BookingView:
     """The booking named in the path, if the caller may see it: its user, an admin, or a holder of its
     booking token (header or ``?token=``); anybody else gets 404, as for a booking that does not exist."""
-    service = services.bookings
     return await _authorized(service, booking_id, user, _origins(service, token_header, token))
 
 
@@ -167,13 +166,12 @@ AuthorizedBooking = Annotated[BookingView, Depends(_authorized_booking)]
 
 @router.get("/api/slots", summary="Free consultation slots", responses=errors(400))
 async def slots(
-    services: ServicesDep,
+    service: BookingsDep,
     start_day: Annotated[
         date | None, Query(alias="from", description="First day (Taipei); default today.")
     ] = None,
     days: Annotated[int, Query(ge=1, le=90)] = 7,
 ) -> SlotsOut:
-    service = services.bookings
     av = await service.availability()
     found = await service.free_slots(start_day=start_day, days=days)
     first = start_day or local_today(av, service.now())
@@ -202,11 +200,10 @@ async def slots(
 async def book(
     body: BookIn,
     request: Request,
-    services: ServicesDep,
+    service: BookingsDep,
     user: OptionalUser,
     idempotency_key: IdempotencyHeader = None,
 ) -> JSONResponse:
-    service = services.bookings
     result = await service.book(
         slot_start=body.slot_start,
         name=body.name,
@@ -229,13 +226,12 @@ async def book(
 @router.get("/api/bookings", summary="The caller's bookings", responses=errors(400, 401))
 async def my_bookings(
     request: Request,
-    services: ServicesDep,
+    service: BookingsDep,
     user: OptionalUser,
     token_header: TokenHeader = None,
     token: TokenQuery = None,
     scope: Literal["upcoming", "all"] = "upcoming",
 ) -> BookingsOut:
-    service = services.bookings
     origins = _origins(service, token_header, token)
     if user is None and not origins:
         raise AuthenticationError(f"log in, or send the booking token(s) in the {TOKEN_HEADER} header")
@@ -247,8 +243,8 @@ async def my_bookings(
 
 
 @router.get("/api/bookings/{booking_id}", summary="One booking", responses=errors(400, 404))
-async def get_booking(view: AuthorizedBooking, request: Request, services: ServicesDep) -> BookingOut:
-    return booking_out(services.bookings, view, await services.bookings.availability(), request)
+async def get_booking(view: AuthorizedBooking, request: Request, service: BookingsDep) -> BookingOut:
+    return booking_out(service, view, await service.availability(), request)
 
 
 @router.post(
@@ -263,10 +259,9 @@ async def reschedule(
     view: AuthorizedBooking,
     body: RescheduleIn,
     request: Request,
-    services: ServicesDep,
+    service: BookingsDep,
     idempotency_key: IdempotencyHeader = None,
 ) -> BookingOut:
-    service = services.bookings
     result = await service.reschedule(
         view.id, slot_start=body.slot_start, idempotency_key=_key(idempotency_key, body.idempotency_key)
     )
@@ -274,8 +269,7 @@ async def reschedule(
 
 
 @router.post("/api/bookings/{booking_id}/cancel", summary="Cancel a booking", responses=errors(400, 404, 409))
-async def cancel(view: AuthorizedBooking, request: Request, services: ServicesDep) -> BookingOut:
-    service = services.bookings
+async def cancel(view: AuthorizedBooking, request: Request, service: BookingsDep) -> BookingOut:
     cancelled = await service.cancel(view.id)
     return booking_out(service, cancelled, await service.availability(), request)
 
@@ -287,8 +281,7 @@ async def cancel(view: AuthorizedBooking, request: Request, services: ServicesDe
     response_class=Response,
     responses={200: {"content": {"text/calendar": {}}}, **errors(400, 404)},
 )
-async def booking_ics(view: AuthorizedBooking, request: Request, services: ServicesDep) -> Response:
-    service = services.bookings
+async def booking_ics(view: AuthorizedBooking, request: Request, service: BookingsDep) -> Response:
     body = await service.calendar(view, url=str(request.base_url).rstrip("/") + "/bookings")
     return Response(
         body,

@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field, StringConstraints, field_validator
 from careerwise.api._sse import EventStreamResponse, sse_with_keepalive
 from careerwise.api._strict import REQUEST_MODEL
 from careerwise.api.auth import OptionalUser, client_ip
-from careerwise.api.deps import ServicesDep
+from careerwise.api.deps import EngineDep, LimitersDep, SettingsDep
 from careerwise.api.error_models import errors
 from careerwise.engine import HistoryItem, TurnRequest
 from careerwise.events import DeltaEvent, Event, event_to_sse
@@ -68,17 +68,22 @@ def _turn(body: ChatIn, user: User | None, ip: str, *, young: bool) -> TurnReque
     response_model=None,
 )
 async def chat(
-    body: ChatIn, request: Request, services: ServicesDep, user: OptionalUser
+    body: ChatIn,
+    request: Request,
+    settings: SettingsDep,
+    limiters: LimitersDep,
+    engine: EngineDep,
+    user: OptionalUser,
 ) -> EventStreamResponse | JSONResponse:
     ip = client_ip(request)
-    young = user is not None and is_young(user.created_at, hours=services.settings.young_account_hours)
+    young = user is not None and is_young(user.created_at, hours=settings.young_account_hours)
     if user is None:
-        await services.limiters.anonymous_chat.hit(ip, "messages without an account")
+        await limiters.anonymous_chat.hit(ip, "messages without an account")
     else:
         if young:  # one ceiling for all the new accounts of this IP, beside each account's own
-            await services.limiters.young_accounts_chat.hit(ip, "messages from new accounts on this network")
-        await services.limiters.user_chat.hit(user.id, "messages")
-    gen = services.engine.run(_turn(body, user, ip, young=young))
+            await limiters.young_accounts_chat.hit(ip, "messages from new accounts on this network")
+        await limiters.user_chat.hit(user.id, "messages")
+    gen = engine.run(_turn(body, user, ip, young=young))
     # the first event comes after validation and storage: input errors become 4xx before any byte is sent
     first = await gen.__anext__()
     if body.mode == "full":
@@ -87,7 +92,6 @@ async def chat(
             events.append(e)
         return JSONResponse(TurnReply.from_events(events).model_dump(mode="json"))
 
-    settings = services.settings
     frames = sse_with_keepalive(
         gen,
         settings.sse_keepalive_interval,

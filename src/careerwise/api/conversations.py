@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field
 from careerwise.api._message_views import MessageOut, message_views
 from careerwise.api._strict import REQUEST_MODEL
 from careerwise.api.auth import CurrentUser, OptionalUser, client_ip
-from careerwise.api.deps import ConversationsDep, ServicesDep
+from careerwise.api.deps import ConversationsDep, LimitersDep, SettingsDep
 from careerwise.api.error_models import errors
 from careerwise.errors import NotFoundError
 from careerwise.store import Conversation, User, as_utc
@@ -91,18 +91,16 @@ async def list_conversations(
 async def create_conversation(
     body: NewConversation,
     request: Request,
-    services: ServicesDep,
+    limiters: LimitersDep,
     conversations: ConversationsDep,
     user: OptionalUser,
 ) -> ConversationOut:
     """An empty conversation, so the page knows its id before the first answer starts (a stopped first
     answer still leaves the conversation where the page can find it)."""
     if user is None:
-        await services.limiters.anonymous_chat.hit(
-            f"new-conversation:{client_ip(request)}", "new conversations"
-        )
+        await limiters.anonymous_chat.hit(f"new-conversation:{client_ip(request)}", "new conversations")
     else:
-        await services.limiters.user_chat.hit(f"new-conversation:{user.id}", "new conversations")
+        await limiters.user_chat.hit(f"new-conversation:{user.id}", "new conversations")
     conv = await conversations.create(
         title=body.title.strip()[:200], channel=WEB, user_id=user.id if user else None
     )
@@ -121,13 +119,13 @@ async def get_conversation(
 
 @router.delete("/api/conversations/{conversation_id}", status_code=204, responses=errors(404, 409))
 async def delete_conversation(
-    conversation_id: HexId, services: ServicesDep, conversations: ConversationsDep, user: OptionalUser
+    conversation_id: HexId, settings: SettingsDep, conversations: ConversationsDep, user: OptionalUser
 ) -> Response:
     """Deletes the conversation with its messages, traces and feedback (the database cascades)."""
     conv = await _conversation(conversations, conversation_id, user)
     # a turn still being written would find its rows gone; a pending message older than the turn
     # deadline is left over from a crashed process and does not block
-    since = datetime.now(UTC) - timedelta(seconds=services.settings.resolved_turn_deadline + 30)
+    since = datetime.now(UTC) - timedelta(seconds=settings.resolved_turn_deadline + 30)
     await conversations.delete_unless_answering(conv.id, since=since)
     return Response(status_code=204)
 

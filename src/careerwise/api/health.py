@@ -20,11 +20,22 @@ from typing import Any
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 
-from careerwise.api.deps import ServicesDep
+from careerwise.api.deps import (
+    DatabaseDep,
+    EngineDep,
+    KnowledgeBaseDep,
+    ProviderDep,
+    ProvidersDep,
+    SettingsDep,
+)
+from careerwise.engine import Engine
 from careerwise.flows.compact import design_of
+from careerwise.knowledge.service import KnowledgeBase
 from careerwise.llm.profile import profile_of
 from careerwise.llm.resilience import ResilientProvider
-from careerwise.services import Services
+from careerwise.llm.types import LLMProvider
+from careerwise.provider_registry import ProviderRegistry
+from careerwise.store.db import Database
 from careerwise.store.health import ping
 
 router = APIRouter(tags=["health"])
@@ -51,26 +62,26 @@ async def _probe(name: str, seconds: float, run: Callable[[], Awaitable[dict[str
         return {"state": "failed", "error": f"{type(exc).__name__}: {exc}"}
 
 
-async def _database(services: Services) -> dict[str, Any]:
-    return {"backend": await ping(services.db)}
+async def _database(db: Database) -> dict[str, Any]:
+    return {"backend": await ping(db)}
 
 
-async def _embedding(services: Services) -> dict[str, Any]:
-    embedder = services.kb.embedder
+async def _embedding(kb: KnowledgeBase) -> dict[str, Any]:
+    embedder = kb.embedder
     vectors = await asyncio.to_thread(embedder.inner.embed_queries, [PROBE_TEXT])  # past the cache
     if vectors.shape != (1, embedder.dim):
         raise ValueError(f"expected one vector of {embedder.dim} dimensions, got shape {vectors.shape}")
     return {"model": embedder.name, "dim": embedder.dim}
 
 
-async def _search(services: Services) -> dict[str, Any]:
+async def _search(kb: KnowledgeBase) -> dict[str, Any]:
     # past the retrieval cache: a cached result would report a broken index as ready
-    result = await services.kb.search(PROBE_TEXT, top_k=1, candidates=4, cached=False)
-    return {"backend": services.kb.backend, "hits": len(result.hits)}
+    result = await kb.search(PROBE_TEXT, top_k=1, candidates=4, cached=False)
+    return {"backend": kb.backend, "hits": len(result.hits)}
 
 
-async def _knowledge(services: Services, seconds: float) -> dict[str, Any]:
-    kb = services.kb.status()
+async def _knowledge(base: KnowledgeBase, seconds: float) -> dict[str, Any]:
+    kb = base.status()
     check: dict[str, Any] = {"state": "ok" if kb.state == "ready" else kb.state, "chunks": kb.chunks}
     check["version"] = kb.version
     if kb.error:
@@ -78,7 +89,7 @@ async def _knowledge(services: Services, seconds: float) -> dict[str, Any]:
         log.warning("readyz: the knowledge index failed to load: %s", kb.error)
     if kb.state != "ready":
         return check
-    probe = await _probe("the knowledge search", seconds, lambda: _search(services))
+    probe = await _probe("the knowledge search", seconds, lambda: _search(base))
     state, probe_ms = probe.pop("state"), probe.pop("ms", None)
     check["search"] = {**probe, "state": state, **({"ms": probe_ms} if probe_ms is not None else {})}
     if state != "ok":
@@ -87,25 +98,26 @@ async def _knowledge(services: Services, seconds: float) -> dict[str, Any]:
     return check
 
 
-async def _llm(services: Services, seconds: float) -> dict[str, Any]:
+async def _llm(
+    registry: ProviderRegistry, engine: Engine, provider: LLMProvider, seconds: float
+) -> dict[str, Any]:
     """A cheap, real probe of the provider (``GET /models``, cached a few seconds; the embedded model:
     loaded or not) plus its circuit breaker. Failed only when the provider is down (its probe fails or
     its breaker is open) and no fallback is up to answer in its place."""
-    registry = services.providers
-    design, why = design_of(services.engine.options, services.provider)
+    design, why = design_of(engine.options, provider)
     check: dict[str, Any] = {
         "state": "ok",
         "provider": registry.default_name,
-        "model": services.provider.model,
+        "model": provider.model,
         "probe": await registry.probe(registry.default_name, seconds=seconds),
         # what the flows size their work to (llm/profile.py) and the deep design it picks (0014, 0016)
-        "profile": profile_of(services.provider).as_dict(),
+        "profile": profile_of(provider).as_dict(),
         "deep_design": {"design": design, "why": why},
     }
     if check["probe"]["state"] == "loading":
         check["state"], check["error"] = "loading", check["probe"]["error"]
         return check  # not ready yet, and nothing is wrong: no warning in the log
-    resilient = _find(services.provider, ResilientProvider)
+    resilient = _find(provider, ResilientProvider)
     down = check["probe"]["state"] != "ok"
     if resilient is not None:
         check["breaker"] = resilient.breaker.state
@@ -153,15 +165,22 @@ def _find(provider: object, kind: type[ResilientProvider]) -> ResilientProvider 
         }
     },
 )
-async def readyz(services: ServicesDep) -> JSONResponse:
-    timeout = services.settings.readyz_timeout
+async def readyz(
+    settings: SettingsDep,
+    db: DatabaseDep,
+    kb: KnowledgeBaseDep,
+    engine: EngineDep,
+    provider: ProviderDep,
+    providers: ProvidersDep,
+) -> JSONResponse:
+    timeout = settings.readyz_timeout
     checks: dict[str, dict[str, Any]] = {
-        "database": await _probe("the database", timeout, lambda: _database(services)),
-        "knowledge": await _knowledge(services, timeout),
-        "embedding": await _probe("the embedding model", timeout, lambda: _embedding(services)),
-        "llm": await _llm(services, timeout),
+        "database": await _probe("the database", timeout, lambda: _database(db)),
+        "knowledge": await _knowledge(kb, timeout),
+        "embedding": await _probe("the embedding model", timeout, lambda: _embedding(kb)),
+        "llm": await _llm(providers, engine, provider, timeout),
     }
-    metrics = services.engine.telemetry.metrics
+    metrics = engine.telemetry.metrics
     for name, check in checks.items():
         metrics.readiness(name, ok=check["state"] == "ok")
     ok = all(c["state"] == "ok" for c in checks.values())

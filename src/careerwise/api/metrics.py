@@ -14,15 +14,15 @@ from fastapi.responses import Response
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from careerwise.api.deps import ServicesDep
+from careerwise.api.deps import MetricsDep
 from careerwise.tracing.metrics import Metrics
 
 router = APIRouter(tags=["observability"])
 
 
 @router.get("/metrics", response_class=Response)
-async def metrics(services: ServicesDep) -> Response:
-    return Response(services.engine.telemetry.metrics.render(), media_type=CONTENT_TYPE_LATEST)
+async def metrics(registry: MetricsDep) -> Response:
+    return Response(registry.render(), media_type=CONTENT_TYPE_LATEST)
 
 
 def _metrics_of(scope: Scope) -> Metrics | None:

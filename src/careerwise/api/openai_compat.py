@@ -32,8 +32,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from careerwise import prompts
 from careerwise.api._sse import EventStreamResponse
 from careerwise.api.chat import MAX_CHARS
-from careerwise.api.deps import ServicesDep
+from careerwise.api.deps import AssistantSettingsDep, DatabaseDep, EngineDep
 from careerwise.api.error_models import OpenAIError, errors
+from careerwise.assistant_settings import SettingsStore
 from careerwise.assistants import AssistantProfile
 from careerwise.channels.apikeys import authenticate
 from careerwise.channels.text import sources_block
@@ -42,7 +43,7 @@ from careerwise.errors import ConflictError, NotFoundError, RateLimitedError, Us
 from careerwise.events import DeltaEvent, Event
 from careerwise.reply import TurnReply
 from careerwise.reports import report_text
-from careerwise.store import ApiKey
+from careerwise.store import ApiKey, Database
 
 router = APIRouter(tags=["openai-compatible"])
 
@@ -68,7 +69,7 @@ def openai_error(
     return JSONResponse(body, status_code=status, headers=headers)
 
 
-async def _authorize(request: Request, services: ServicesDep) -> ApiKey | JSONResponse:
+async def _authorize(request: Request, db: Database) -> ApiKey | JSONResponse:
     scheme, _, token = request.headers.get("authorization", "").partition(" ")
     token = token.strip()
     challenge = {"WWW-Authenticate": "Bearer"}
@@ -80,7 +81,7 @@ async def _authorize(request: Request, services: ServicesDep) -> ApiKey | JSONRe
             code="missing_api_key",
             headers=challenge,
         )
-    key = await authenticate(services.db, token)
+    key = await authenticate(db, token)
     if key is None:
         return openai_error(
             401, "Incorrect or revoked API key provided.", code="invalid_api_key", headers=challenge
@@ -102,25 +103,27 @@ def _model_card(profile: AssistantProfile) -> dict[str, Any]:
     }
 
 
-async def _serving(services: ServicesDep) -> list[AssistantProfile]:
+async def _serving(settings: SettingsStore) -> list[AssistantProfile]:
     """The models: the enabled assistants, read fresh (an admin's change shows on the next request)."""
-    return [p for p in await services.assistant_settings.assistants.list() if p.enabled]
+    return [p for p in await settings.assistants.list() if p.enabled]
 
 
 @router.get("/v1/models", responses=errors(401, model=OpenAIError))
-async def list_models(request: Request, services: ServicesDep) -> JSONResponse:
-    key = await _authorize(request, services)
+async def list_models(request: Request, db: DatabaseDep, settings: AssistantSettingsDep) -> JSONResponse:
+    key = await _authorize(request, db)
     if isinstance(key, JSONResponse):
         return key
-    return JSONResponse({"object": "list", "data": [_model_card(p) for p in await _serving(services)]})
+    return JSONResponse({"object": "list", "data": [_model_card(p) for p in await _serving(settings)]})
 
 
 @router.get("/v1/models/{model}", responses=errors(401, 404, model=OpenAIError))
-async def get_model(model: str, request: Request, services: ServicesDep) -> JSONResponse:
-    key = await _authorize(request, services)
+async def get_model(
+    model: str, request: Request, db: DatabaseDep, settings: AssistantSettingsDep
+) -> JSONResponse:
+    key = await _authorize(request, db)
     if isinstance(key, JSONResponse):
         return key
-    for profile in await _serving(services):
+    for profile in await _serving(settings):
         if profile.id == model:
             return JSONResponse(_model_card(profile))
     return _no_such_model(model)  # a disabled assistant is not listed, so it is not found here either
@@ -288,8 +291,8 @@ def _sse(obj: dict[str, Any]) -> bytes:
     },
     response_model=None,
 )
-async def chat_completions(request: Request, services: ServicesDep) -> Response:
-    key = await _authorize(request, services)
+async def chat_completions(request: Request, db: DatabaseDep, engine: EngineDep) -> Response:
+    key = await _authorize(request, db)
     if isinstance(key, JSONResponse):
         return key
     try:
@@ -305,7 +308,7 @@ async def chat_completions(request: Request, services: ServicesDep) -> Response:
     if isinstance(turn, JSONResponse):
         return turn
     model = body.model  # the assistant, checked by the engine before anything is stored
-    gen = services.engine.run(turn)
+    gen = engine.run(turn)
     try:
         first = await gen.__anext__()  # after validation and storage: input errors are a 400 here
     except NotFoundError:  # no conversation is named here, so it is the assistant that is unknown

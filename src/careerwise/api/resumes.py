@@ -22,7 +22,14 @@ from starlette.datastructures import UploadFile
 from starlette.formparsers import MultiPartException, MultiPartParser
 
 from careerwise.api.auth import OptionalUser, client_ip
-from careerwise.api.deps import ServicesDep
+from careerwise.api.deps import (
+    AssistantSettingsDep,
+    ConversationsDep,
+    DatabaseDep,
+    EngineDep,
+    LimitersDep,
+    ResumesDep,
+)
 from careerwise.api.error_models import errors
 from careerwise.assistants import DEFAULT_ASSISTANT
 from careerwise.errors import NotFoundError, UnsupportedMediaTypeError, UserInputError
@@ -34,9 +41,8 @@ from careerwise.events import (
     ReportEvent,
     event_to_sse,
 )
-from careerwise.resume import Owner, Stored, Upload, delete_resumes, list_resumes
+from careerwise.resume import Owner, ResumeService, Stored, Upload, delete_resumes, list_resumes
 from careerwise.resume.extract import too_large
-from careerwise.services import Services
 from careerwise.store import Resume, ResumeReview, User
 from careerwise.store.conversations import ConversationStore
 
@@ -105,9 +111,9 @@ def _assistant(form_value: object, query_value: str | None) -> str:
 
 
 async def read_upload(
-    request: Request, services: Services, user: User | None, assistant: str | None = None
+    request: Request, resumes: ResumeService, user: User | None, assistant: str | None = None
 ) -> Upload:
-    limit = services.resumes.limits.max_bytes
+    limit = resumes.limits.max_bytes
     content_type = request.headers.get("content-type", "")
     if not content_type.lower().startswith("multipart/form-data"):
         raise UnsupportedMediaTypeError(
@@ -223,14 +229,16 @@ def collect(items: list[Event | Stored]) -> dict[str, Any]:
     return out
 
 
-async def owner_for(services: Services, user: User | None, conversation_id: str | None) -> Owner:
+async def owner_for(
+    conversations: ConversationStore, user: User | None, conversation_id: str | None
+) -> Owner:
     if user is not None:
         return Owner(user_id=user.id)
     if conversation_id is None:
         raise UserInputError(
             "without an account, name the conversation the resumes belong to: ?conversation_id=…"
         )
-    conv = await ConversationStore(services.db).get(conversation_id)
+    conv = await conversations.get(conversation_id)
     if conv is None or conv.user_id is not None:
         raise NotFoundError(f"conversation {conversation_id} does not exist")
     return Owner(conversation_id=conversation_id)
@@ -250,7 +258,10 @@ async def owner_for(services: Services, user: User | None, conversation_id: str 
 )
 async def upload_resume(
     request: Request,
-    services: ServicesDep,
+    limiters: LimitersDep,
+    resumes: ResumesDep,
+    assistants: AssistantSettingsDep,
+    engine: EngineDep,
     user: OptionalUser,
     stream: Annotated[bool, Query(description="1: Server-Sent Events instead of one JSON body")] = False,
     assistant: Annotated[
@@ -263,14 +274,14 @@ async def upload_resume(
     ] = None,
 ) -> StreamingResponse | JSONResponse:
     if user is None:
-        await services.limiters.anonymous_chat.hit(client_ip(request), "messages without an account")
+        await limiters.anonymous_chat.hit(client_ip(request), "messages without an account")
     else:
-        await services.limiters.user_chat.hit(user.id, "messages")
-    upload = await read_upload(request, services, user, assistant)
+        await limiters.user_chat.hit(user.id, "messages")
+    upload = await read_upload(request, resumes, user, assistant)
     if upload.assistant != DEFAULT_ASSISTANT:
         # 404/409 before the file is extracted; the engine checks again (it may be disabled meanwhile)
-        await services.assistant_settings.for_turn(upload.assistant)
-    items = services.resumes.review_upload(services.engine, upload)
+        await assistants.for_turn(upload.assistant)
+    items = resumes.review_upload(engine, upload)
     first = await items.__anext__()  # extraction errors are raised here, before any byte is sent
     if not stream:
         collected: list[Event | Stored] = [first]
@@ -292,10 +303,13 @@ async def upload_resume(
 
 @router.get("/api/resumes", responses=errors(400, 404))
 async def get_resumes(
-    services: ServicesDep, user: OptionalUser, conversation_id: ConversationParam = None
+    db: DatabaseDep,
+    conversations: ConversationsDep,
+    user: OptionalUser,
+    conversation_id: ConversationParam = None,
 ) -> dict[str, Any]:
-    owner = await owner_for(services, user, conversation_id)
-    rows = await list_resumes(services.db, owner)
+    owner = await owner_for(conversations, user, conversation_id)
+    rows = await list_resumes(db, owner)
     return {
         "resumes": [
             {**resume_json(r), "review": review_json(review) if review else None} for r, review in rows
@@ -305,10 +319,14 @@ async def get_resumes(
 
 @router.get("/api/resumes/{resume_id}", responses=errors(400, 404))
 async def get_resume(
-    resume_id: str, services: ServicesDep, user: OptionalUser, conversation_id: ConversationParam = None
+    resume_id: str,
+    db: DatabaseDep,
+    conversations: ConversationsDep,
+    user: OptionalUser,
+    conversation_id: ConversationParam = None,
 ) -> dict[str, Any]:
-    owner = await owner_for(services, user, conversation_id)
-    for resume, review in await list_resumes(services.db, owner):
+    owner = await owner_for(conversations, user, conversation_id)
+    for resume, review in await list_resumes(db, owner):
         if resume.id == resume_id:
             return {**resume_json(resume), "review": review_json(review, report=True) if review else None}
     raise NotFoundError(f"resume {resume_id} does not exist")
@@ -316,15 +334,22 @@ async def get_resume(
 
 @router.delete("/api/resumes/{resume_id}", responses=errors(400, 404))
 async def delete_resume(
-    resume_id: str, services: ServicesDep, user: OptionalUser, conversation_id: ConversationParam = None
+    resume_id: str,
+    db: DatabaseDep,
+    conversations: ConversationsDep,
+    user: OptionalUser,
+    conversation_id: ConversationParam = None,
 ) -> dict[str, int]:
-    owner = await owner_for(services, user, conversation_id)
-    return {"deleted": await delete_resumes(services.db, owner, resume_id)}
+    owner = await owner_for(conversations, user, conversation_id)
+    return {"deleted": await delete_resumes(db, owner, resume_id)}
 
 
 @router.delete("/api/resumes", responses=errors(400, 404))
 async def delete_all_resumes(
-    services: ServicesDep, user: OptionalUser, conversation_id: ConversationParam = None
+    db: DatabaseDep,
+    conversations: ConversationsDep,
+    user: OptionalUser,
+    conversation_id: ConversationParam = None,
 ) -> dict[str, int]:
-    owner = await owner_for(services, user, conversation_id)
-    return {"deleted": await delete_resumes(services.db, owner)}
+    owner = await owner_for(conversations, user, conversation_id)
+    return {"deleted": await delete_resumes(db, owner)}

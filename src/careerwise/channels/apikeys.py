@@ -10,10 +10,9 @@ import hashlib
 import secrets
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import or_, select
-
 from careerwise.errors import NotFoundError, UserInputError
 from careerwise.store import ApiKey, Database, as_utc
+from careerwise.store.apikeys import ApiKeyStore
 
 TOKEN_PREFIX = "cw_"
 SHOWN_PREFIX = 10  # "cw_" and 7 characters
@@ -36,17 +35,11 @@ async def create_key(db: Database, name: str) -> tuple[ApiKey, str]:
         raise UserInputError("a key needs a name of 1 to 120 characters (who or what uses it)")
     token = new_token()
     key = ApiKey(name=name, prefix=token[:SHOWN_PREFIX], key_hash=hash_token(token))
-    async with db.session() as s, s.begin():
-        s.add(key)
-    return key, token
+    return await ApiKeyStore(db).add(key), token
 
 
 async def list_keys(db: Database, *, include_revoked: bool = True) -> list[ApiKey]:
-    async with db.session() as s:
-        query = select(ApiKey).order_by(ApiKey.created_at)
-        if not include_revoked:
-            query = query.where(ApiKey.revoked_at.is_(None))
-        return list((await s.scalars(query)).all())
+    return await ApiKeyStore(db).all(include_revoked=include_revoked)
 
 
 async def revoke_key(db: Database, ident: str) -> ApiKey:
@@ -54,18 +47,14 @@ async def revoke_key(db: Database, ident: str) -> ApiKey:
     ident = ident.strip()
     if not ident:
         raise UserInputError("give the key's id or prefix")
-    async with db.session() as s, s.begin():
-        found = list(
-            (await s.scalars(select(ApiKey).where(or_(ApiKey.id == ident, ApiKey.prefix == ident)))).all()
-        )
+
+    def one(found: list[ApiKey]) -> None:
         if not found:
             raise NotFoundError(f"no API key has the id or prefix {ident!r}")
         if len(found) > 1:
             raise UserInputError(f"{len(found)} keys have the prefix {ident!r}; use the id")
-        key = found[0]
-        if key.revoked_at is None:
-            key.revoked_at = datetime.now(UTC)
-    return key
+
+    return await ApiKeyStore(db).revoke(ident, datetime.now(UTC), check=one)
 
 
 async def authenticate(db: Database, token: str | None) -> ApiKey | None:
@@ -73,12 +62,10 @@ async def authenticate(db: Database, token: str | None) -> ApiKey | None:
     if not token or not token.startswith(TOKEN_PREFIX) or len(token) > MAX_TOKEN_CHARS:
         return None
     digest = hash_token(token)
-    async with db.session() as s, s.begin():
-        key = await s.scalar(select(ApiKey).where(ApiKey.key_hash == digest))
-        if key is None or key.revoked_at is not None:
-            return None
+
+    def touch(key: ApiKey) -> datetime | None:
         now = datetime.now(UTC)
         last = key.last_used_at
-        if last is None or now - as_utc(last) > _TOUCH_EVERY:
-            key.last_used_at = now
-    return key
+        return now if last is None or now - as_utc(last) > _TOUCH_EVERY else None
+
+    return await ApiKeyStore(db).use(digest, touch=touch)

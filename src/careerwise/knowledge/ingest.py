@@ -10,16 +10,14 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sqlalchemy import delete, select, text
-from sqlalchemy.exc import SQLAlchemyError
-
 from careerwise.knowledge.chunking import chunk_document, embedding_text
 from careerwise.knowledge.documents import MAX_TITLE_CHARS, SUPPORTED_SUFFIXES, SourceDocument, load_document
 from careerwise.knowledge.embeddings import Embedder
 from careerwise.knowledge.lexical import TOKENIZER_VERSION, chunk_text, token_string
 from careerwise.knowledge.pg_centring import CENTRING_TOLERANCE, CentringSync, sync_centring
 from careerwise.knowledge.pg_index import SET_VECTOR, pgvector_applies, vector_rows
-from careerwise.store import Chunk, Database, Document, KnowledgeMeta
+from careerwise.store import Chunk, Database
+from careerwise.store.knowledge_writes import KnowledgeWrites
 
 log = logging.getLogger(__name__)
 VERSION_KEY = "version"
@@ -63,9 +61,8 @@ def expand_paths(paths: Iterable[Path]) -> tuple[list[tuple[Path, Path]], dict[s
 
 
 async def current_version(db: Database) -> str:
-    async with db.session() as s:
-        row = await s.get(KnowledgeMeta, VERSION_KEY)
-        return row.value if row else "empty"
+    version = await KnowledgeWrites(db).meta(VERSION_KEY)
+    return version if version is not None else "empty"
 
 
 def log_progress(every: int = 5) -> Callable[[str], None]:
@@ -175,8 +172,7 @@ async def _ingest(
     """Write ``docs``; with ``failed_sources`` (a prune), delete the stored documents not among them
     except those whose files failed to load."""
     seen_ids = {doc.id for _f, doc in docs}
-    async with db.session() as s:
-        existing = {d.id: d for d in (await s.scalars(select(Document))).all()}
+    existing = await KnowledgeWrites(db).documents()
     for f, doc in docs:
         old = existing.get(doc.id)
         if old is not None and old.sha256 == doc.sha256:
@@ -203,9 +199,7 @@ async def _ingest(
             if doc_id not in seen_ids and row.source_path not in failed_sources
         ]
         if stale:
-            async with db.session() as s, s.begin():
-                await s.execute(delete(Chunk).where(Chunk.document_id.in_(stale)))
-                await s.execute(delete(Document).where(Document.id.in_(stale)))
+            await KnowledgeWrites(db).delete_documents(stale)
             report.deleted.extend(stale)
     try:
         if pgvector_applies(db, embedder.dim):
@@ -251,58 +245,44 @@ async def _write_document(db: Database, embedder: Embedder, doc: SourceDocument)
     )
     if len(vectors) != len(drafts):
         raise ValueError(f"the embedder returned {len(vectors)} vectors for {len(drafts)} chunks")
-    async with db.session() as s, s.begin():
-        await s.execute(delete(Chunk).where(Chunk.document_id == doc.id))
-        row = await s.get(Document, doc.id)
-        if row is None:
-            row = Document(id=doc.id)
-            s.add(row)
-        row.title, row.source_path, row.domain, row.lang = (
-            doc.title,
-            doc.source_path,
-            doc.domain,
-            doc.lang,
+    chunk_rows = [
+        Chunk(
+            document_id=doc.id,
+            ord=c.ord,
+            title=c.title,
+            section=c.section[:MAX_TITLE_CHARS],  # the column's size; a heading that long is rare
+            domain=c.domain,
+            text=c.text,
+            embedding=vectors[i].tobytes(),
+            embedding_model=embedder.name,
+            lexical_tokens=tokens[i],
         )
-        row.sha256, row.chars = doc.sha256, len(doc.text)
-        await s.flush()
-        chunk_rows = [
-            Chunk(
-                document_id=doc.id,
-                ord=c.ord,
-                title=c.title,
-                section=c.section[:MAX_TITLE_CHARS],  # the column's size; a heading that long is rare
-                domain=c.domain,
-                text=c.text,
-                embedding=vectors[i].tobytes(),
-                embedding_model=embedder.name,
-                lexical_tokens=tokens[i],
-            )
-            for i, c in enumerate(drafts)
-        ]
-        s.add_all(chunk_rows)
-        if chunk_rows and pgvector_applies(db, embedder.dim):
-            # PostgreSQL: the vectors also go to pgvector's column, where they are searched
-            await s.flush()
-            await s.execute(SET_VECTOR, vector_rows([r.id for r in chunk_rows], vectors))
+        for i, c in enumerate(drafts)
+    ]
+    fields = {
+        "title": doc.title,
+        "source_path": doc.source_path,
+        "domain": doc.domain,
+        "lang": doc.lang,
+        "sha256": doc.sha256,
+        "chars": len(doc.text),
+    }
+    # PostgreSQL: the vectors also go to pgvector's column, where they are searched
+    pgvector = (
+        (SET_VECTOR, lambda ids: vector_rows(ids, vectors)) if pgvector_applies(db, embedder.dim) else None
+    )
+    await KnowledgeWrites(db).replace_document(doc.id, fields, chunk_rows, vectors=pgvector)
     return len(drafts)
 
 
 async def bump_version(db: Database) -> str:
     version = uuid.uuid4().hex[:12]
-    async with db.session() as s, s.begin():
-        row = await s.get(KnowledgeMeta, VERSION_KEY)
-        if row is None:
-            s.add(KnowledgeMeta(key=VERSION_KEY, value=version))
-        else:
-            row.value = version
-        if await s.get(KnowledgeMeta, TOKENIZER_KEY) is None:
-            # the first ingest: every stored token list is this tokenizer's. (An older marker stays:
-            # the next load then redoes every chunk's tokens, old and new, and moves it forward.)
-            s.add(KnowledgeMeta(key=TOKENIZER_KEY, value=TOKENIZER_VERSION))
+    # the first ingest also marks every stored token list as this tokenizer's. (An older marker stays:
+    # the next load then redoes every chunk's tokens, old and new, and moves it forward.)
+    await KnowledgeWrites(db).set_version(
+        VERSION_KEY, version, tokenizer_key=TOKENIZER_KEY, tokenizer=TOKENIZER_VERSION
+    )
     return version
-
-
-_SET_TOKENS = text("UPDATE chunks SET lexical_tokens = :tokens WHERE id = :id")
 
 
 async def chunk_tokens(db: Database, rows: Sequence[Chunk]) -> list[str]:
@@ -311,9 +291,8 @@ async def chunk_tokens(db: Database, rows: Sequence[Chunk]) -> list[str]:
     follow another ``TOKENIZER_VERSION``, are tokenized here and written back, so that happens once
     rather than on every start. A failed write-back is logged and the load goes on with the tokens
     computed; the next load tries again."""
-    async with db.session() as s:
-        marker = await s.get(KnowledgeMeta, TOKENIZER_KEY)
-    current = marker is not None and marker.value == TOKENIZER_VERSION
+    writes = KnowledgeWrites(db)
+    current = await writes.meta(TOKENIZER_KEY) == TOKENIZER_VERSION
     tokens = [r.lexical_tokens if current else None for r in rows]
     missing = [i for i, t in enumerate(tokens) if t is None]
     if not missing:
@@ -323,19 +302,11 @@ async def chunk_tokens(db: Database, rows: Sequence[Chunk]) -> list[str]:
     )
     for i, t in zip(missing, fresh, strict=True):
         tokens[i] = t
-    try:
-        async with db.session() as s, s.begin():
-            for start in range(0, len(missing), 1000):
-                part = missing[start : start + 1000]
-                await s.execute(_SET_TOKENS, [{"id": rows[i].id, "tokens": tokens[i]} for i in part])
-            marker = await s.get(KnowledgeMeta, TOKENIZER_KEY)
-            if marker is None:
-                s.add(KnowledgeMeta(key=TOKENIZER_KEY, value=TOKENIZER_VERSION))
-            else:
-                marker.value = TOKENIZER_VERSION
+    stored = await writes.store_tokens(
+        [(rows[i].id, tokens[i] or "") for i in missing],
+        tokenizer_key=TOKENIZER_KEY,
+        tokenizer=TOKENIZER_VERSION,
+    )
+    if stored:
         log.info("knowledge: tokenized and stored the BM25 tokens of %d chunks", len(missing))
-    except SQLAlchemyError:
-        log.exception(
-            "knowledge: could not store the BM25 tokens of %d chunks; next load retries", len(missing)
-        )
     return [t or "" for t in tokens]

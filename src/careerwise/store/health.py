@@ -18,7 +18,7 @@ _LOCKED = ("database is locked", "database table is locked", "the database is bu
 
 def is_database_locked(exc: OperationalError) -> bool:
     """SQLite's "database is locked" past ``busy_timeout``, or this process's write lock given up on
-    (store/db.py ``_WriteLock``): the database is busy, not broken."""
+    (store/serial.py ``_WriteLock``): the database is busy, not broken."""
     message = f"{exc.orig} {exc}".lower()
     return any(marker in message for marker in _LOCKED)
 
