@@ -269,10 +269,9 @@ def batched(connection: Connection) -> Iterator[None]:
     answer (:meth:`~DirectStatement.execute`, :meth:`~DirectStatement.fetch`) goes with everything kept
     before it as one query of several statements, one round trip and one call into the driver, and reads
     the last statement's outcome; :func:`flush_batch` sends what is left with the COMMIT. psycopg's
-    pipeline mode, tried first (session 7, removed in session 9), made as many round trips or more and
-    ran far more of the driver's Python per statement, so the writer thread let go of the GIL and had to
-    take it back from a busy event loop far more often (docs/benchmarks.md, "PostgreSQL's turn in fewer
-    calls"). A kept statement's error is raised at the next send, by whichever statement (or the COMMIT)
+    pipeline mode is not used: it makes as many round trips or more and runs far more of the driver's
+    Python per statement, so the writer thread would let go of the GIL and take it back from a busy
+    event loop far more often. A kept statement's error is raised at the next send, by whichever statement (or the COMMIT)
     sent it; PostgreSQL runs nothing after it, and the transaction rolls back. Only
     :class:`DirectStatement` and :func:`execute_driver_sql` may run inside it: SQLAlchemy's own
     ``execute`` would send its statement at once, ahead of the kept ones (the BEGIN among them), so

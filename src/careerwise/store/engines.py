@@ -82,9 +82,8 @@ def owner_only(path: Path) -> None:
 def _ping_when_idle(engine: Engine, idle: float) -> None:
     """Ping a pooled connection at checkout only when it has been idle ``idle`` seconds or more.
 
-    SQLAlchemy's ``pool_pre_ping`` pings at every checkout: on PostgreSQL one more round trip and about
-    0.3 ms of event-loop CPU per session, four or five sessions a turn (docs/benchmarks.md, "The fixed
-    work of a turn"). A server restart or an idle timeout drops connections that sat in the pool, and
+    SQLAlchemy's ``pool_pre_ping`` pings at every checkout: on PostgreSQL one more round trip and more
+    event-loop CPU per session, several sessions a turn. A server restart or an idle timeout drops connections that sat in the pool, and
     those are pinged here; a connection handed back moments ago is not. A failed ping is logged and
     raised as ``DisconnectionError``, on which the pool throws the connection away and checks out
     another (a fresh one when the server is back). A connection that breaks mid-use is caught by

@@ -13,7 +13,7 @@ _MIGRATIONS = Path(__file__).parent / "migrations"
 
 def upgrade(url: str) -> None:
     """Brings the database at ``url`` to the newest migration (nothing to do when it is there)."""
-    # imported here: Alembic (about 10 MB resident) is needed only by a process that migrates
+    # imported here: Alembic's memory is needed only by a process that migrates
     from alembic import command
     from alembic.config import Config
 

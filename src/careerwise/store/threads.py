@@ -58,9 +58,8 @@ class ThreadWriter:
 
     On the async session every statement of a transaction is a hop through the event loop, and with 200
     streams on the loop each hop waits a loop pass, while the transaction holds SQLite's process lock
-    (:class:`SerialWriteSession`) or a pooled PostgreSQL connection all along: a 1.5 ms transaction took
-    tens of ms and the turns queued behind it (docs/benchmarks.md, "SQLite's writes on one thread" and
-    "PostgreSQL's writes on writer threads"). Here a transaction costs one hand-off to a thread and one
+    (:class:`SerialWriteSession`) or a pooled PostgreSQL connection all along, so a short transaction
+    stretched to many loop passes and the turns queued behind it (decision 0007). Here a transaction costs one hand-off to a thread and one
     back. The threads share one queue; each job checks out a connection from the writer's own engine,
     whose pool holds one connection per thread, so a thread never waits for one. A job's exception rolls
     its transaction back, is logged, counted in :attr:`failures` and raised to the awaiting caller; the
@@ -357,9 +356,8 @@ class ThreadReader(ThreadWriter):
     autocommit reads did, so a change made by another process is seen from the next turn on.
 
     On the async session those two reads were two statements through the driver's thread (aiosqlite)
-    or protocol (asyncpg), SQLAlchemy's async adaptation and greenlet hops, about 1 ms of the loop's CPU
-    a turn; here they are one hand-off to a thread and one back (docs/benchmarks.md, "The database's
-    share of a turn"). Two threads by default, so a burst's reads do not queue behind one (SQLite's WAL
+    or protocol (asyncpg), SQLAlchemy's async adaptation and greenlet hops, all on the loop's CPU;
+    here they are one hand-off to a thread and one back (decision 0007). Two threads by default, so a burst's reads do not queue behind one (SQLite's WAL
     lets them read beside each other and the writer; sqlite3 and psycopg let go of the GIL while they
     wait); PostgreSQL's in autocommit, their connections pinged after idling as the writer's are. On
     PostgreSQL they also run the shared rate limit's upsert (:meth:`Database.write_atomic`), atomic on

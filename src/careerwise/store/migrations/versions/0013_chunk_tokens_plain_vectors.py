@@ -7,8 +7,8 @@ then no longer runs jieba over all of them (about 80 s at 100k chunks, docs/retr
 
 PostgreSQL only: ``embedding_vec`` gets ``STORAGE PLAIN``. A vector(384) is 1.5 kB, under the page
 size, but with the text and the float32 copy in ``embedding`` a row passes TOAST's 2 kB threshold and
-PostgreSQL moved the vector out of line: every exact scan paid a TOAST lookup per row (10k chunks:
-80 ms, 24 ms inline, in a probe). The other wide columns stay EXTENDED, so they are the ones moved out
+PostgreSQL moved the vector out of line: every exact scan paid a TOAST lookup per row, which
+keeping it inline avoids. The other wide columns stay EXTENDED, so they are the ones moved out
 and the heap row stays small. ``SET STORAGE`` only applies to values written afterwards, so the
 existing vectors are rewritten once.
 
