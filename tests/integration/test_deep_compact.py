@@ -103,6 +103,19 @@ async def test_compact_design_sends_each_facet_section_as_soon_as_its_short_call
     market = report.sections[0]
     assert market.body.count("\n- ") + 1 == 2 and "29,500" in market.body
     assert market.risk_level == "medium" and report.sections[3].risk_level is None
+    # a facet section whose passages clear the gate's bars ends with one of their sentences, verbatim,
+    # under its article's title (market's do); the actions section quotes nothing
+    text_of: dict[str, str] = {}
+    for c in services.kb.index.chunks:
+        text_of[c.title] = text_of.get(c.title, "") + c.text.replace("**", "")
+    quoted = [s for s in report.sections[:3] if s.body.split("\n")[-1].startswith("> 「")]
+    assert report.sections[0] in quoted
+    for section in quoted:
+        last = section.body.split("\n")[-1]
+        cut = last.index("」——《")
+        said, title = last[3:cut].strip("…"), last[cut + len("」——《") : -1]
+        assert title in {s.title for s in section.sources} and said in text_of[title], last
+    assert "> 「" not in report.sections[3].body
     # the actions section: one checked insight per facet, sources from the facets that gave them
     actions = [line.removeprefix("- ") for line in report.sections[3].body.split("\n")]
     assert len(actions) >= 2
@@ -160,7 +173,7 @@ async def test_a_facet_whose_every_finding_is_dropped_says_so_instead_of_inventi
     )
     events = await run_turn(services_for(make_services, "complex", deep_design="compact"), COMPLEX)
     report = assert_sections_match_report(events)
-    assert report.sections[0].body == REMOVED[0]
+    assert report.sections[0].body.split("\n\n> ")[0] == REMOVED[0]
     assert report.sections[0].risk_level == "medium" and report.sections[0].sources
     assert report.dropped_statements == 2 and "Google" not in report.sections[3].body
 
@@ -288,5 +301,5 @@ async def test_a_finding_that_only_echoes_the_users_question_is_not_a_fact(
     )
     events = await run_turn(services_for(make_services, "complex", deep_design="compact"), COMPLEX)
     report = assert_sections_match_report(events)
-    assert report.sections[0].body == "- 2026 年起基本工資為每月 29,500 元"
+    assert report.sections[0].body.split("\n\n> ")[0] == "- 2026 年起基本工資為每月 29,500 元"
     assert report.dropped_statements == 1

@@ -37,8 +37,6 @@ from careerwise.events import Event, ProgressEvent, ReportEvent, ReportSection, 
 from careerwise.flows import deep_steps, fact_checks, report_guards
 from careerwise.flows.base import FlowContext, FlowOptions
 from careerwise.flows.deep_steps import Budget, Emit
-
-# the facet search, roles and headings are the full design's
 from careerwise.flows.facets import (
     ACTIONS_HEADING,
     FACETS,
@@ -48,6 +46,9 @@ from careerwise.flows.facets import (
     facet_queries,
     facet_search,
 )
+
+# the facet search, roles and headings are the full design's
+from careerwise.knowledge import quotes
 from careerwise.knowledge.fence import fenced, head_line
 from careerwise.knowledge.index import Hit
 from careerwise.knowledge.lexical import tokenize
@@ -255,6 +256,8 @@ class SectionGuard:
 
 async def run_compact(ctx: FlowContext, budget: Budget, emit: Emit, out: CompactOutcome) -> None:
     zh = ctx.zh
+    kb = ctx.kb
+    assert kb is not None, "the deep flows run only with a knowledge base"
     queries = facet_queries(ctx.message, zh)
     searched = await facet_search(ctx, queries, emit, "compact")
     if searched is None:
@@ -328,6 +331,10 @@ async def run_compact(ctx: FlowContext, budget: Budget, emit: Emit, out: Compact
             insights.extend(t for t in advice.kept if t not in insights)
             insight_hits.extend(r.hits)
         body = _bullets(findings.kept) if findings.kept else REMOVED[0 if zh else 1]
+        # Summer's own sentence from the facet's passages, verbatim: what the model's short findings
+        # paraphrase away (decision 0023, applied to the compact report)
+        for said in await quotes.from_hits(kb, r.hits, ctx.message, chinese=zh, limit=1):
+            body += "\n\n" + quotes.quote_line(said, zh)
         section = ReportSection(
             heading=heading, body=body, risk_level=r.output.risk_level, sources=deep_steps.sources_of(r.hits)
         )

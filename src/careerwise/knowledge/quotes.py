@@ -27,11 +27,22 @@ says nothing of the method and is left out.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from careerwise.knowledge.fence import head_line
+from careerwise.knowledge.lexical import tokenize
 from careerwise.knowledge.passages import GAP, sentences
+from careerwise.tracing.background import QUOTE_SIMILARITY, count_failure
+
+if TYPE_CHECKING:
+    from careerwise.knowledge.index import Hit
+    from careerwise.knowledge.service import KnowledgeBase
+
+log = logging.getLogger(__name__)
 
 _SPECIFIC = re.compile(r"\d|[「『]")
 _CJK = re.compile(r"[\u4e00-\u9fff]")
@@ -205,7 +216,40 @@ def outline(
     return Outline(document_id, title, tuple(points[:limit]))
 
 
+def strong(kb: KnowledgeBase, hit: Hit) -> bool:
+    """Whether a hit clears the relevance gate's own bars, without its lift for questions near the
+    corpus: what may be quoted or outlined (and what the search tool's coverage note names)."""
+    fusion = kb.fusion
+    return hit.dense >= fusion.min_dense or hit.lexical >= fusion.min_lexical
+
+
+async def from_hits(
+    kb: KnowledgeBase, hits: Sequence[Hit], asked: str, *, chinese: bool, limit: int = 3
+) -> list[Quote]:
+    """The hits' sentences that best answer ``asked`` (:func:`candidates`, then :func:`choose`): by
+    embedding similarity; by word overlap if embedding them fails, which is logged and counted
+    (``quote_similarity``)."""
+    found = candidates(
+        [Passage(h.chunk.text, h.chunk.document_id, head_line(h.chunk.title), strong(kb, h)) for h in hits],
+        chinese=chinese,
+    )
+    if not found:
+        return []
+    try:
+        similarity = await kb.similarities(asked, [c.sentence for c in found])
+    except Exception:
+        log.exception("quotes: embedding the quote candidates failed; word overlap chooses")
+        count_failure(QUOTE_SIMILARITY)
+        return choose(found, terms=set(tokenize(asked)), tokenize=tokenize, limit=limit)
+    return choose(found, similarity=similarity, limit=limit)
+
+
 _HEAD = ("**Summer 的文章怎麼說**", "**What Summer's articles say**")
+
+
+def quote_line(quote: Quote, zh: bool) -> str:
+    """One quote as a Markdown block-quote line with its article's title."""
+    return f"> 「{quote.text}」——《{quote.title}》" if zh else f'> "{quote.text}" ({quote.title})'
 
 
 def render(quotes: Sequence[Quote], zh: bool, outline: Outline | None = None) -> str:
@@ -219,6 +263,5 @@ def render(quotes: Sequence[Quote], zh: bool, outline: Outline | None = None) ->
         lines.extend(f"- {point}" for point in outline.points)
         if quotes:
             lines.append("")
-    for q in quotes:
-        lines.append(f"> 「{q.text}」——《{q.title}》" if zh else f'> "{q.text}" ({q.title})')
+    lines.extend(quote_line(q, zh) for q in quotes)
     return "\n".join(lines) + "\n\n"

@@ -24,7 +24,6 @@ from careerwise.llm.types import ToolSpec
 from careerwise.prompts import is_chinese
 from careerwise.tools._arguments import check_arguments, whole_number
 from careerwise.tools.registry import Resolution, ToolOutput
-from careerwise.tracing.background import QUOTE_SIMILARITY, count_failure
 
 log = logging.getLogger(__name__)
 
@@ -265,10 +264,9 @@ class SearchKnowledgeTool:
         )
 
     def _strong(self, hit: Hit) -> bool:
-        """Whether a hit clears the relevance gate's own bars, without its lift for questions near the
-        corpus: what the coverage note names, what an article digest keeps and what may be quoted."""
-        fusion = self._kb.fusion
-        return hit.dense >= fusion.min_dense or hit.lexical >= fusion.min_lexical
+        """Whether a hit clears the relevance gate's own bars (``quotes.strong``): what the coverage note
+        names, what an article digest keeps and what may be quoted."""
+        return quotes.strong(self._kb, hit)
 
     def _outline(self, hits: Sequence[Hit], zh: bool) -> quotes.Outline | None:
         """The headings of the best hit's article when that hit clears the gate's bars, as the quotes
@@ -285,30 +283,9 @@ class SearchKnowledgeTool:
 
     async def _quotes(self, hits: Sequence[Hit], resolution: Resolution, zh: bool) -> list[quotes.Quote]:
         """The passages' sentences that best answer the user's message (the model's query when there is
-        none): by embedding similarity; by word overlap if embedding them fails, which is logged and
-        counted (``quote_similarity``)."""
-        found = quotes.candidates(
-            [
-                quotes.Passage(
-                    text=h.chunk.text,
-                    document_id=h.chunk.document_id,
-                    title=head_line(h.chunk.title),
-                    strong=self._strong(h),
-                )
-                for h in hits
-            ],
-            chinese=zh,
-        )
-        if not found:
-            return []
+        none)."""
         asked = resolution.message or str(resolution.effective["query"])
-        try:
-            similarity = await self._kb.similarities(_clip(asked), [c.sentence for c in found])
-        except Exception:
-            log.exception("searchKnowledge: embedding the quote candidates failed; word overlap chooses")
-            count_failure(QUOTE_SIMILARITY)
-            return quotes.choose(found, terms=set(tokenize(asked)), tokenize=tokenize)
-        return quotes.choose(found, similarity=similarity)
+        return await quotes.from_hits(self._kb, hits, _clip(asked), chinese=zh)
 
     async def _search(
         self, query: str, message: str, *, top_k: int, pool: int, domains: tuple[str, ...] | None
