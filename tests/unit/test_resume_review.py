@@ -24,6 +24,8 @@ from careerwise.resume.rewrites import (
     template_rewrite,
 )
 from careerwise.resume.scoring import (
+    COMMENT_CHARS,
+    COMMENT_CHARS_ZH,
     SectionScore,
     has_quantified_achievement,
     merge_scores,
@@ -268,6 +270,12 @@ def test_the_scoring_schema_fixes_the_sections_their_order_and_the_score_range()
     assert '"\\"summary\\""' in grammar and '"\\"skills\\""' in grammar
     assert '"1" | "2" | "3" | "4" | "5"' in grammar
     items = schema["properties"]["sections"]["prefixItems"]
+    assert {i["properties"]["comment"]["maxLength"] for i in items} == {COMMENT_CHARS}
+    # a Chinese resume's comments are capped shorter: the same step's max_tokens must hold every section
+    zh_items = scoring_schema(["summary", "experience", "skills"], zh=True)["properties"]["sections"][
+        "prefixItems"
+    ]
+    assert {i["properties"]["comment"]["maxLength"] for i in zh_items} == {COMMENT_CHARS_ZH}
     assert [list(i["properties"]) for i in items] == [
         ["section", "relevance", "wording", "comment"],
         ["section", "relevance", "wording", "comment"],

@@ -230,7 +230,7 @@ async def _score(
                 ),
             ],
             scoring_model(kinds, role=bool(req.target_role)),
-            scoring_schema(kinds, role=bool(req.target_role)),
+            scoring_schema(kinds, role=bool(req.target_role), zh=req.zh),
             temperature=TEMPERATURE,
             max_tokens=SCORING_MAX_TOKENS,
             budget=budget,

@@ -81,7 +81,11 @@ class SectionScore(BaseModel):
 
 MODEL_CRITERIA = {"summary": ("relevance", "wording"), "experience": ("relevance", "wording")}
 SCORE_VALUES = [1, 2, 3, 4, 5]
+# a comment's length cap, by the resume's language: a Han character carries about what two Latin ones
+# do and costs a token or more, so a Chinese comment of the English cap would not fit the step's
+# max_tokens for four or five sections (the reply would be cut before it closes)
 COMMENT_CHARS = 120
+COMMENT_CHARS_ZH = 60
 
 
 def model_criteria(kind: str, *, role: bool = True) -> tuple[str, ...]:
@@ -108,7 +112,7 @@ class ScoringOutput(BaseModel):
     sections: list[JudgedSection] = Field(min_length=1)
 
 
-def scoring_schema(kinds: list[str], *, role: bool = True) -> dict[str, Any]:
+def scoring_schema(kinds: list[str], *, role: bool = True, zh: bool = False) -> dict[str, Any]:
     """The JSON schema of the scoring step's reply: exactly one object per section, in order, each
     naming its section, its criteria as 1–5 and a short comment. A small model sampled under it cannot
     leave a section out, name a line, or write past the comment's length."""
@@ -116,7 +120,7 @@ def scoring_schema(kinds: list[str], *, role: bool = True) -> dict[str, Any]:
     for kind in kinds:
         props: dict[str, Any] = {"section": {"const": kind}}
         props |= {c: {"enum": SCORE_VALUES} for c in model_criteria(kind, role=role)}
-        props["comment"] = {"type": "string", "maxLength": COMMENT_CHARS}
+        props["comment"] = {"type": "string", "maxLength": COMMENT_CHARS_ZH if zh else COMMENT_CHARS}
         items.append(
             {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}
         )
