@@ -47,6 +47,10 @@ class RouteEvent(_Event):
 
 # the phase of a delta that quotes the articles' own sentences after the search (decision 0023)
 QUOTE_PHASE = 2
+# the names a tool_call event can carry for the project's own tools: the knowledge search the model
+# calls, and the answer cache's replay; any other name is the model's invention
+SEARCH_TOOL = "searchKnowledge"
+ANSWER_CACHE_TOOL = "answerCache"
 
 
 class DeltaEvent(_Event):

@@ -34,6 +34,7 @@ import numpy as np
 import numpy.typing as npt
 
 from careerwise.events import (
+    ANSWER_CACHE_TOOL,
     DegradedEvent,
     DeltaEvent,
     ErrorEvent,
@@ -48,7 +49,7 @@ from careerwise.knowledge.cache import CacheStats, normalize_query
 from careerwise.tracing.masking import mask_text
 
 log = logging.getLogger(__name__)
-TOOL_NAME = "answerCache"
+TOOL_NAME = ANSWER_CACHE_TOOL
 PATH = "cache"
 Vector = npt.NDArray[np.float32]
 

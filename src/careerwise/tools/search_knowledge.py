@@ -11,7 +11,7 @@ from typing import Any
 
 from careerwise.assistant_settings import AssistantSettings
 from careerwise.errors import ToolArgumentsError
-from careerwise.events import Source
+from careerwise.events import SEARCH_TOOL, Source
 from careerwise.knowledge import quotes
 from careerwise.knowledge.fence import fenced, head_line
 from careerwise.knowledge.fusion import MessageFusion, fuse_results
@@ -27,7 +27,7 @@ from careerwise.tools.registry import Resolution, ToolOutput
 
 log = logging.getLogger(__name__)
 
-NAME = "searchKnowledge"
+NAME = SEARCH_TOOL
 MAX_TOP_K = 20
 MAX_QUERY_CHARS = 300
 NO_MATCH = (

@@ -28,6 +28,8 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
 from careerwise.events import (
+    ANSWER_CACHE_TOOL,
+    SEARCH_TOOL,
     DegradedEvent,
     DeltaEvent,
     DoneEvent,
@@ -40,9 +42,7 @@ from careerwise.events import (
     ToolCallEvent,
     ToolResultEvent,
 )
-from careerwise.flows.answer_cache import TOOL_NAME as ANSWER_CACHE_TOOL
 from careerwise.knowledge.cache import CacheStats
-from careerwise.tools.search_knowledge import NAME as SEARCH_TOOL
 from careerwise.tracing.background import failure_counts
 from careerwise.tracing.llm_calls import LLMCall
 from careerwise.tracing.turn import TurnEnd, TurnStart
