@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from careerwise.flows.base import FlowOptions
-from careerwise.flows.compact import ITEM_MAX_CHARS, design_of, shortened
+from careerwise.flows.compact import ITEM_BOUND, ITEM_MAX_CHARS, design_of, shortened, uncut
 from careerwise.llm.profile import ProviderProfile
 
 
@@ -42,3 +42,28 @@ def test_a_long_item_keeps_whole_sentences_only() -> None:
     # one sentence longer than the limit is kept whole, never cut in the middle
     one = "這是一個" + "非常" * 60 + "長的句子。"
     assert shortened(one) == one
+
+
+def test_an_item_the_length_bound_cut_is_joined_with_its_continuation() -> None:
+    cut = ("Kevin, a backend engineer in Taipei, applied to twelve companies and followed the " * 2)[
+        :ITEM_BOUND
+    ]
+    cut = cut.rstrip() + "e" * (ITEM_BOUND - len(cut.rstrip()))
+    assert len(cut) == ITEM_BOUND
+    joined = uncut([cut, "plan: 110 problems in 8 weeks.", "A second finding."])
+    assert joined == [f"{cut} plan: 110 problems in 8 weeks.", "A second finding."]
+    # Chinese is joined without a space
+    zh = ("小安是後端工程師，" * 12)[:ITEM_BOUND]
+    assert uncut([zh, "月薪六萬八千元。"]) == [zh + "月薪六萬八千元。"]
+
+
+def test_a_cut_item_with_nothing_after_it_keeps_whole_sentences_or_is_marked() -> None:
+    two = ("Save twelve months of costs first. " + "Then take the course and keep going on with" * 3)[
+        :ITEM_BOUND
+    ]
+    assert uncut([two]) == ["Save twelve months of costs first."]
+    one = ("Save twelve months of costs before you quit and take the course and" * 2)[:ITEM_BOUND]
+    assert uncut([one]) == [one.rstrip(" ,") + "…"]
+    # an item that only reaches the bound but ends a sentence, or a short one, is left as it is
+    ends = ("x" * (ITEM_BOUND - 1)) + "."
+    assert uncut([ends, "short"]) == [ends, "short"]

@@ -75,7 +75,8 @@ ITEM_MAX_CHARS = 80
 # that the whole object fits in COMPACT_MAX_TOKENS. The length bound is loose on purpose: a sentence cut
 # by a tight one is carried on by the model into the next item. The findings / insights / risk_level
 # schema is seed 001's; AgentOutput still validates the reply.
-_ITEM = {"type": "string", "minLength": 4, "maxLength": 100}
+ITEM_BOUND = 100
+_ITEM = {"type": "string", "minLength": 4, "maxLength": ITEM_BOUND}
 AGENT_SCHEMA: dict[str, object] = {
     "type": "object",
     "properties": {
@@ -209,6 +210,32 @@ def shortened(item: str, limit: int = ITEM_MAX_CHARS) -> str:
     return kept.strip()
 
 
+_LATIN_END = re.compile(r"[A-Za-z0-9,;:]$")
+_LATIN_START = re.compile(r"^[A-Za-z0-9]")
+_SENTENCE_END = ("。", "！", "？", ".", "!", "?", "」")
+
+
+def uncut(items: list[str], bound: int = ITEM_BOUND) -> list[str]:
+    """Items as the model meant them: an item the schema's length bound cut (it is ``bound`` long) is
+    joined with the item after it, where the model carried the sentence on; an item still cut with
+    nothing after it keeps its whole sentences, or is marked "…" where it was cut when it has none."""
+    out: list[str] = []
+    n = 0
+    while n < len(items):
+        item = items[n].strip()
+        while len(items[n]) >= bound and not item.endswith(_SENTENCE_END) and n + 1 < len(items):
+            n += 1
+            nxt = items[n].strip()
+            space = " " if _LATIN_END.search(item) and _LATIN_START.search(nxt) else ""
+            item = f"{item}{space}{nxt}"
+        if len(items[n]) >= bound and not item.endswith(_SENTENCE_END):
+            whole = "".join(fact_checks.sentences(item)[:-1]).strip()
+            item = whole or item.rstrip("，、,;:： ") + "…"
+        out.append(item)
+        n += 1
+    return out
+
+
 def _bullets(texts: list[str]) -> str:
     return "\n".join(f"- {t}" for t in texts)
 
@@ -321,8 +348,8 @@ async def run_compact(ctx: FlowContext, budget: Budget, emit: Emit, out: Compact
             missing = ReportSection(heading=heading, body=MISSING[0] if zh else MISSING[1])
             pending.append(guard.add(missing, []))
             continue
-        findings = check_items(r.output.findings[:COMPACT_FINDINGS], r.hits, ctx.message)
-        advice = check_items(r.output.insights[:COMPACT_INSIGHTS], r.hits, ctx.message, advice=True)
+        findings = check_items(uncut(r.output.findings)[:COMPACT_FINDINGS], r.hits, ctx.message)
+        advice = check_items(uncut(r.output.insights)[:COMPACT_INSIGHTS], r.hits, ctx.message, advice=True)
         for text, why in (*findings.dropped, *advice.dropped):
             log.info("compact: dropped an unsupported %s item (%s): %s", facet.key, why, text)
         dropped += len(findings.dropped) + len(advice.dropped)
