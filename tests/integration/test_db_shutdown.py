@@ -66,7 +66,7 @@ async def test_stop_gives_up_on_a_stuck_job_after_its_timeout(
     pending = asyncio.ensure_future(db.write(stuck, name="stuck"))
     assert await asyncio.to_thread(started.wait, HANG_GUARD)
     stopper = threading.Thread(target=writer.stop, args=(0.2,))
-    with caplog.at_level(logging.ERROR, logger="careerwise.store.db"):
+    with caplog.at_level(logging.ERROR, logger="careerwise.store.threads"):
         stopper.start()
         stopper.join(HANG_GUARD / 2)
         stopped = not stopper.is_alive()
@@ -97,7 +97,7 @@ async def test_an_undo_that_comes_after_the_stop_is_refused_and_starts_nothing(
     with pytest.raises(asyncio.CancelledError):
         await caller
     release.set()
-    with caplog.at_level(logging.ERROR, logger="careerwise.store.db"):
+    with caplog.at_level(logging.ERROR, logger="careerwise.store.threads"):
         # on the loop's thread, so the job's outcome reaches the loop only after the stop returned
         writer.stop(HANG_GUARD)
         assert writer.done == 1  # the job committed before its thread ended

@@ -126,7 +126,7 @@ async def test_a_refusal_is_raised_but_not_counted_as_a_failure(
         _insert_conversation("refused")(connection)
         raise ConversationBusyError("a reply is still being written")
 
-    with caplog.at_level(logging.INFO, logger="careerwise.store.db"), pytest.raises(ConversationBusyError):
+    with caplog.at_level(logging.INFO, logger="careerwise.store.threads"), pytest.raises(ConversationBusyError):
         await db.write(refused, name="turn opening")
     assert await _titles(db) == []
     assert not _writer(db).failures
@@ -205,7 +205,7 @@ def test_a_job_that_ends_after_its_loop_closed_is_logged(
         await asyncio.to_thread(started.wait, 30)
         job.cancel()
 
-    with caplog.at_level(logging.ERROR, logger="careerwise.store.db"):
+    with caplog.at_level(logging.ERROR, logger="careerwise.store.threads"):
         asyncio.run(leave_early())  # the loop is closed when this returns
         release.set()
         _writer(db).stop()  # waits for the job
