@@ -126,7 +126,10 @@ async def test_a_refusal_is_raised_but_not_counted_as_a_failure(
         _insert_conversation("refused")(connection)
         raise ConversationBusyError("a reply is still being written")
 
-    with caplog.at_level(logging.INFO, logger="careerwise.store.threads"), pytest.raises(ConversationBusyError):
+    with (
+        caplog.at_level(logging.INFO, logger="careerwise.store.threads"),
+        pytest.raises(ConversationBusyError),
+    ):
         await db.write(refused, name="turn opening")
     assert await _titles(db) == []
     assert not _writer(db).failures
