@@ -18,9 +18,10 @@ from pydantic import BaseModel, Field
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from careerwise.api._strict import REQUEST_MODEL
-from careerwise.api.deps import AccountsDep, LimitersDep
+from careerwise.api.deps import AccountsDep, LimitersDep, SettingsDep
 from careerwise.api.error_models import errors
 from careerwise.api.errors import error_body
+from careerwise.config import Settings
 from careerwise.errors import AuthenticationError, PermissionDeniedError
 from careerwise.store import User
 
@@ -84,35 +85,45 @@ class UserOut(BaseModel):
         return cls(id=user.id, email=user.email, display_name=user.display_name, role=user.role)
 
 
-def _set_cookie(response: Response, request: Request, value: str, max_age: int) -> None:
-    services = request.app.state.services
+def _set_cookie(response: Response, settings: Settings, value: str, max_age: int) -> None:
+    """The session cookie: HTTP-only, same-site lax, and secure in production."""
     response.set_cookie(
         COOKIE,
         value,
         max_age=max_age,
         httponly=True,
         samesite="lax",
-        secure=services.settings.environment == "production",
+        secure=settings.environment == "production",
         path="/",
     )
 
 
 @router.post("/api/auth/signup", status_code=201, responses=errors(409, 429))
 async def signup(
-    body: SignUp, request: Request, response: Response, accounts: AccountsDep, limiters: LimitersDep
+    body: SignUp,
+    request: Request,
+    response: Response,
+    accounts: AccountsDep,
+    limiters: LimitersDep,
+    settings: SettingsDep,
 ) -> UserOut:
     await limiters.login.hit(client_ip(request), "sign-up and log-in attempts")
     user = await accounts.create_user(
         email=body.email, password=body.password, display_name=body.display_name
     )
     cookie = await accounts.open_session(user)
-    _set_cookie(response, request, cookie, int(accounts.max_age.total_seconds()))
+    _set_cookie(response, settings, cookie, int(accounts.max_age.total_seconds()))
     return UserOut.of(user)
 
 
 @router.post("/api/auth/login", responses=errors(401, 429))
 async def login(
-    body: Credentials, request: Request, response: Response, accounts: AccountsDep, limiters: LimitersDep
+    body: Credentials,
+    request: Request,
+    response: Response,
+    accounts: AccountsDep,
+    limiters: LimitersDep,
+    settings: SettingsDep,
 ) -> UserOut:
     await limiters.login.hit(client_ip(request), "sign-up and log-in attempts")
     # and per account, whatever the IP: guessing one account's password from many addresses is slowed
@@ -124,7 +135,7 @@ async def login(
     # a new session on every log-in: a cookie planted before log-in is never promoted (session fixation)
     await accounts.close_session(request.cookies.get(COOKIE))
     cookie = await accounts.open_session(user)
-    _set_cookie(response, request, cookie, int(accounts.max_age.total_seconds()))
+    _set_cookie(response, settings, cookie, int(accounts.max_age.total_seconds()))
     return UserOut.of(user)
 
 
