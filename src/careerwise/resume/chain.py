@@ -34,7 +34,6 @@ from careerwise.flows.deep_steps import Budget, Emit
 from careerwise.knowledge.index import Hit
 from careerwise.llm.types import ChatMessage
 from careerwise.resume import prompts as P
-from careerwise.resume.ask import ask_schema
 from careerwise.resume.contact import ContactSummary
 from careerwise.resume.report import PreviousReview, build_report
 from careerwise.resume.rewrites import (
@@ -125,14 +124,14 @@ async def _structure(
     lines = req.text.split("\n")
     runs = blocks(lines)
     try:
-        labels = await ask_schema(
+        labels = await deep_steps.ask_json(
             ctx,
             [
                 ChatMessage(role="system", content=P.STRUCTURE_ZH if req.zh else P.STRUCTURE_EN),
                 ChatMessage(role="user", content=numbered_blocks(lines, runs)),
             ],
             labels_model(len(runs)),
-            labels_schema(len(runs)),
+            json_schema=labels_schema(len(runs)),
             temperature=TEMPERATURE,
             max_tokens=STRUCTURE_MAX_TOKENS,
             budget=budget,
@@ -219,7 +218,7 @@ async def _score(
         return
     emit(ProgressEvent(stage="chain_step", detail=f"resume: scoring {', '.join(kinds)}"))
     try:
-        scored: ScoringOutput = await ask_schema(
+        scored: ScoringOutput = await deep_steps.ask_json(
             ctx,
             [
                 ChatMessage(role="system", content=P.SCORING_ZH if req.zh else P.SCORING_EN),
@@ -230,7 +229,7 @@ async def _score(
                 ),
             ],
             scoring_model(kinds, role=bool(req.target_role)),
-            scoring_schema(kinds, role=bool(req.target_role), zh=req.zh),
+            json_schema=scoring_schema(kinds, role=bool(req.target_role), zh=req.zh),
             temperature=TEMPERATURE,
             max_tokens=SCORING_MAX_TOKENS,
             budget=budget,
@@ -278,14 +277,14 @@ async def _rewrite(
     emit(ProgressEvent(stage="chain_step", detail=f"resume: rewriting {len(lines)} line(s)"))
     body = "\n".join(f"{n}. {line}" for n, line in enumerate(originals, 1))
     try:
-        out: RewritesOutput = await ask_schema(
+        out: RewritesOutput = await deep_steps.ask_json(
             ctx,
             [
                 ChatMessage(role="system", content=P.REWRITE_ZH if req.zh else P.REWRITE_EN),
                 ChatMessage(role="user", content=f"{_role_line(req)}\n\n{body}" if req.target_role else body),
             ],
             rewrites_model(len(originals)),
-            rewrites_schema(len(originals)),
+            json_schema=rewrites_schema(len(originals)),
             temperature=TEMPERATURE,
             max_tokens=REWRITE_MAX_TOKENS,
             budget=budget,
