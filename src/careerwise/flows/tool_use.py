@@ -9,6 +9,7 @@ N chunks of a round that may still turn into a tool call.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import math
@@ -75,39 +76,39 @@ async def _stream_round(
         ctx.state.llm_calls += 1
         repeats = RepeatGuard()
         try:
-            stream = ctx.provider.stream(paced)
-            async for chunk in stream:
-                if chunk.usage is not None:
-                    ctx.state.add_usage(chunk.usage)
-                if chunk.finish_reason:
-                    out.finish_reason = chunk.finish_reason
-                if chunk.tool_deltas:
-                    if not acc:
-                        if round_shown:
-                            out.after_text = True
-                        else:
-                            guard.drop()
-                    for delta in chunk.tool_deltas:
-                        acc.add(delta)
-                    if phase == 1 and not warmed:
-                        warmed = _warm(ctx, chunk.tool_deltas)
-                if chunk.text:
-                    if acc:
-                        ctx.state.dropped_text.append(chunk.text)  # text after a call began: not shown
-                        continue
-                    for piece in map(repeats.push, guard.push(chunk.text)):
-                        if not piece:
+            # closed on every way out: after a loop is cut, the provider stops generating at once
+            async with contextlib.aclosing(ctx.provider.stream(paced)) as stream:  # type: ignore[type-var]
+                async for chunk in stream:
+                    if chunk.usage is not None:
+                        ctx.state.add_usage(chunk.usage)
+                    if chunk.finish_reason:
+                        out.finish_reason = chunk.finish_reason
+                    if chunk.tool_deltas:
+                        if not acc:
+                            if round_shown:
+                                out.after_text = True
+                            else:
+                                guard.drop()
+                        for delta in chunk.tool_deltas:
+                            acc.add(delta)
+                        if phase == 1 and not warmed:
+                            warmed = _warm(ctx, chunk.tool_deltas)
+                    if chunk.text:
+                        if acc:
+                            ctx.state.dropped_text.append(chunk.text)  # text after a call began: not shown
                             continue
-                        out.text.append(piece)
-                        round_shown = True
-                        ctx.state.mark_text()
-                        yield DeltaEvent(text=piece, phase=phase)
-                        pacing.activate()  # after the first text is on its way: it is never held
-                    if repeats.looping:
-                        break
+                        for piece in map(repeats.push, guard.push(chunk.text)):
+                            if not piece:
+                                continue
+                            out.text.append(piece)
+                            round_shown = True
+                            ctx.state.mark_text()
+                            yield DeltaEvent(text=piece, phase=phase)
+                            pacing.activate()  # after the first text is on its way: it is never held
+                        if repeats.looping:
+                            break
             if repeats.looping:
-                # the model started the answer over: its copy is not shown and generation stops here
-                await _close(stream)
+                # the model started the answer over: its copy is not shown and generation has stopped
                 log.warning("tool_use: phase %d repeated a sentence; the answer ends before the copy", phase)
                 background.count_failure(background.ANSWER_LOOP)
                 out.finish_reason = "stop"
@@ -143,13 +144,6 @@ async def _stream_round(
                 log.warning("tool_use: retrying phase %d after %s: %s", phase, type(exc).__name__, exc)
                 continue
             raise
-
-
-async def _close(stream: AsyncIterator[Any]) -> None:
-    """Close a provider's stream left before its end, so that the provider stops generating now."""
-    close = getattr(stream, "aclose", None)
-    if close is not None:
-        await close()
 
 
 # warm-ups in flight; a task needs a strong reference until it ends
