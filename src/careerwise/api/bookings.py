@@ -9,7 +9,7 @@ day's calendar) are in ``admin_bookings.py``.
 
 from __future__ import annotations
 
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -21,9 +21,10 @@ from careerwise.api._strict import REQUEST_MODEL, JsonAwareDatetime
 from careerwise.api.auth import OptionalUser, client_ip
 from careerwise.api.deps import BookingsDep
 from careerwise.api.error_models import errors
-from careerwise.booking import Availability, BookingService, BookingView, slot_label
+from careerwise.booking import Availability, BookingService, BookingView, Opening, slot_label
 from careerwise.booking.errors import BookingNotFoundError, InvalidBookingError
 from careerwise.booking.slots import local_today
+from careerwise.booking.timefmt import day_label
 from careerwise.errors import AuthenticationError
 from careerwise.store import User
 
@@ -42,12 +43,43 @@ class SlotOut(BaseModel):
     label_en: str
 
 
+class OpeningOut(BaseModel):
+    day: date = Field(description="The first day (coach's zone) beyond the booking horizon with a free slot.")
+    opens_on: date = Field(description="The day `day` opens for booking: horizon_days before it.")
+    label: str = Field(description="`day` as the slot labels write it, e.g. 2026-12-10 (四)")
+    label_en: str = Field(description="e.g. Thu 2026-12-10")
+    opens_label: str = Field(description="`opens_on`, e.g. 2026-12-08 (二)")
+    opens_label_en: str = Field(description="e.g. Tue 2026-12-08")
+
+
 class SlotsOut(BaseModel):
+    """Free slots in the range; when there are none, what to do next (never a dead end)."""
+
     timezone: str
     slot_minutes: int
     start_day: date
     days: int
     slots: list[SlotOut]
+    has_hours: bool = Field(
+        description="Whether the coach has any consultation hours (weekly, or extra hours ahead). False: "
+        "nothing can be booked until the coach opens hours."
+    )
+    next_free_slot: SlotOut | None = Field(
+        default=None,
+        description="When `slots` is empty: the first free slot on a later day within the booking horizon "
+        "(its week can be shown next). Null otherwise, or when there is none.",
+    )
+    next_opening: OpeningOut | None = Field(
+        default=None,
+        description="When `slots` is empty and no later day within the booking horizon has a free slot: the "
+        "first day beyond the horizon with one (looked for up to a year ahead) and the day it opens for "
+        "booking. Null otherwise, or when no such day exists.",
+    )
+    contact_line: str | None = Field(
+        default=None,
+        description="When `slots` is empty: how to reach the coach directly (CAREERWISE_BOOKING_CONTACT). "
+        "Null otherwise, or when none is configured.",
+    )
 
 
 class BookIn(BaseModel):
@@ -91,6 +123,17 @@ class BookingOut(BaseModel):
 
 class BookingsOut(BaseModel):
     bookings: list[BookingOut]
+
+
+def _opening_out(opening: Opening) -> OpeningOut:
+    return OpeningOut(
+        day=opening.day,
+        opens_on=opening.opens_on,
+        label=day_label(opening.day, zh=True),
+        label_en=day_label(opening.day, zh=False),
+        opens_label=day_label(opening.opens_on, zh=True),
+        opens_label_en=day_label(opening.opens_on, zh=False),
+    )
 
 
 def booking_out(service: BookingService, view: BookingView, av: Availability, request: Request) -> BookingOut:
@@ -172,15 +215,29 @@ async def slots(
     ] = None,
     days: Annotated[int, Query(ge=1, le=90)] = 7,
 ) -> SlotsOut:
+    """Free slots from ``from`` for ``days`` days. With none, the response says what to do next: a later
+    free slot within the booking horizon, else when the next slots open, and how to reach the coach."""
     av = await service.availability()
     found = await service.free_slots(start_day=start_day, days=days)
     first = start_day or local_today(av, service.now())
-    return SlotsOut(
+    out = SlotsOut(
         timezone=av.timezone,
         slot_minutes=av.slot_minutes,
         start_day=first,
         days=days,
         slots=[SlotOut(**service.slot_json(s, av)) for s in found],
+        has_hours=True,  # a free slot means there are hours
+    )
+    if found:
+        return out
+    ahead = await service.outlook(after=first + timedelta(days=days - 1))
+    return out.model_copy(
+        update={
+            "has_hours": ahead.has_hours,
+            "next_free_slot": SlotOut(**service.slot_json(ahead.next_free, av)) if ahead.next_free else None,
+            "next_opening": _opening_out(ahead.opening) if ahead.opening else None,
+            "contact_line": ahead.contact_line or None,
+        }
     )
 
 

@@ -1,7 +1,7 @@
 """Consultation booking (預約諮詢), no LLM: availability, slots in the coach's time zone (Asia/Taipei),
 bookings with a database-enforced one-booking-per-slot rule, idempotent retries, and .ics files."""
 
-from careerwise.booking._availability import Opening
+from careerwise.booking._availability import Opening, Outlook
 from careerwise.booking.contact import Contact, parse_contact, parse_name
 from careerwise.booking.errors import (
     BookingLimitError,
@@ -34,6 +34,7 @@ __all__ = [
     "IdempotencyKeyReusedError",
     "InvalidBookingError",
     "Opening",
+    "Outlook",
     "Slot",
     "SlotTakenError",
     "SlotUnavailableError",

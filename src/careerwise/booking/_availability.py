@@ -22,7 +22,9 @@ from careerwise.booking.slots import (
     Availability,
     DayException,
     Range,
+    Slot,
     day_slots,
+    free_slots,
     has_hours,
     local_today,
 )
@@ -48,6 +50,19 @@ class Opening:
     opens_on: date
 
 
+@dataclass(frozen=True)
+class Outlook:
+    """What to tell someone who found no free slot, so that booking never dead-ends: whether any hours
+    exist at all, the last day open for booking, a later free slot within that horizon or else the next
+    opening beyond it, and how to reach the coach (empty: no contact configured)."""
+
+    has_hours: bool
+    bookable_until: date
+    next_free: Slot | None
+    opening: Opening | None
+    contact_line: str
+
+
 class AvailabilityMixin:
     """The availability half of :class:`~careerwise.booking.service.BookingService`, which sets these
     attributes in its constructor."""
@@ -55,6 +70,7 @@ class AvailabilityMixin:
     db: Database
     coach_id: str
     default_hours: Weekly
+    contact_line: str
     _clock: Callable[[], datetime]
 
     def now(self) -> datetime:
@@ -280,6 +296,17 @@ class AvailabilityMixin:
         av = await self.availability()
         return has_hours(av, local_today(av, self.now()))
 
+    async def _busy(
+        self, s: AsyncSession, lo: datetime, hi: datetime | None
+    ) -> list[tuple[datetime, datetime]]:
+        """The active bookings that overlap [lo, hi) (hi None: no end), in UTC."""
+        query = select(Booking.slot_start, Booking.slot_end).where(
+            Booking.coach_id == self.coach_id, Booking.status == "active", Booking.slot_end > lo
+        )
+        if hi is not None:
+            query = query.where(Booking.slot_start < hi)
+        return [(as_utc(a), as_utc(b)) for a, b in (await s.execute(query)).all()]
+
     async def next_opening(self) -> Opening | None:
         """When the booking horizon has no free slot: the first later day that has one (looked for up
         to a year ahead) and the day it opens for booking. None when no such day exists."""
@@ -288,17 +315,7 @@ class AvailabilityMixin:
             today = local_today(av, self.now())
             first = today + timedelta(days=av.horizon_days + 1)
             last = today + timedelta(days=MAX_START_OFFSET_DAYS - 1)
-            lo = datetime.combine(first - timedelta(days=1), datetime.min.time(), UTC)
-            busy = (
-                await s.execute(
-                    select(Booking.slot_start, Booking.slot_end).where(
-                        Booking.coach_id == self.coach_id,
-                        Booking.status == "active",
-                        Booking.slot_end > lo,
-                    )
-                )
-            ).all()
-        taken = [(as_utc(a), as_utc(b)) for a, b in busy]
+            taken = await self._busy(s, _midnight(first - timedelta(days=1)), None)
         day = first
         while day <= last:
             for slot in day_slots(av, day):
@@ -307,10 +324,44 @@ class AvailabilityMixin:
             day += timedelta(days=1)
         return None
 
+    async def outlook(self, *, after: date | None = None) -> Outlook:
+        """What to say when no free slot was found (docs/bookings.md, "Never a dead end"). ``after``: the
+        last local day already looked at (a page's week); the first free slot on a later day within the
+        booking horizon is then ``next_free``. Without it the whole horizon was looked at (the chat). The
+        next opening beyond the horizon is looked for only when there are hours and no ``next_free``."""
+        async with self.db.session() as s:
+            av = await self._availability(s)
+            now = self.now()
+            today = local_today(av, now)
+            until = today + timedelta(days=av.horizon_days)
+            hours = has_hours(av, today)
+            later: Slot | None = None
+            if hours and after is not None and after < until:
+                day = max(after + timedelta(days=1), today)
+                busy = await self._busy(
+                    s, _midnight(day - timedelta(days=1)), _midnight(until + timedelta(days=2))
+                )
+                while later is None and day <= until:
+                    later = next(iter(free_slots(av, now=now, start_day=day, days=1, busy=busy)), None)
+                    day += timedelta(days=1)
+        opening = await self.next_opening() if hours and later is None else None
+        return Outlook(
+            has_hours=hours,
+            bookable_until=until,
+            next_free=later,
+            opening=opening,
+            contact_line=self.contact_line,
+        )
+
 
 def _check_range(a: int, b: int) -> None:
     if not (0 <= a < b <= 1440):
         raise InvalidBookingError("hours must be a start before an end, between 00:00 and 24:00")
+
+
+def _midnight(day: date) -> datetime:
+    """Midnight UTC of ``day``: a local day's instants lie within a day either side of it."""
+    return datetime.combine(day, datetime.min.time(), UTC)
 
 
 def _rowcount(result: object) -> int:

@@ -29,6 +29,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from careerwise.booking._availability import (
     MAX_START_OFFSET_DAYS,
     AvailabilityMixin,
+    _midnight,
     _rowcount,
 )
 from careerwise.booking._calendars import CalendarMixin
@@ -120,19 +121,10 @@ class BookingService(CalendarMixin, AvailabilityMixin):
     async def _free(
         self, s: AsyncSession, av: Availability, start_day: date, days: int, limit: int | None
     ) -> list[Slot]:
-        lo = datetime.combine(start_day - timedelta(days=1), datetime.min.time(), UTC)
-        hi = datetime.combine(start_day + timedelta(days=days + 1), datetime.min.time(), UTC)
-        busy = (
-            await s.execute(
-                select(Booking.slot_start, Booking.slot_end).where(
-                    Booking.coach_id == self.coach_id,
-                    Booking.status == "active",
-                    Booking.slot_start < hi,
-                    Booking.slot_end > lo,
-                )
-            )
-        ).all()
-        slots = free_slots(av, now=self.now(), start_day=start_day, days=days, busy=[(a, b) for a, b in busy])
+        busy = await self._busy(
+            s, _midnight(start_day - timedelta(days=1)), _midnight(start_day + timedelta(days=days + 1))
+        )
+        slots = free_slots(av, now=self.now(), start_day=start_day, days=days, busy=busy)
         return slots[:limit] if limit is not None else slots
 
     async def next_free(self, *, after: datetime | None = None, limit: int = 5) -> list[Slot]:

@@ -31,7 +31,6 @@ from careerwise.booking.errors import (
     SlotTakenError,
     SlotUnavailableError,
 )
-from careerwise.booking.slots import local_today
 from careerwise.booking.timefmt import day_label, slot_label
 from careerwise.events import DeltaEvent, Event
 from careerwise.flows.base import FlowContext, FlowRegistry
@@ -319,25 +318,21 @@ class BookingFlow:
     async def _no_slots(self, zh: bool) -> str:
         """Nothing to offer: never a dead end. No hours at all says so; a full horizon says when the
         next slots open; both say how to reach the coach (the configured contact line)."""
-        av = await self.service.availability()
-        if not await self.service.has_hours():
+        out = await self.service.outlook()
+        if not out.has_hours:
             log.warning("booking: asked to book but no consultation hours are set")
             head = _t("no_hours", zh)
+        elif out.opening is None:
+            head = _t("none_free", zh)
         else:
-            opening = await self.service.next_opening()
-            if opening is None:
-                head = _t("none_free", zh)
-            else:
-                head = _t(
-                    "full_until",
-                    zh,
-                    until=day_label(
-                        local_today(av, self.service.now()) + timedelta(days=av.horizon_days), zh
-                    ),
-                    day=day_label(opening.day, zh),
-                    opens=day_label(opening.opens_on, zh),
-                )
-        contact = self.service.contact_line
+            head = _t(
+                "full_until",
+                zh,
+                until=day_label(out.bookable_until, zh),
+                day=day_label(out.opening.day, zh),
+                opens=day_label(out.opening.opens_on, zh),
+            )
+        contact = out.contact_line
         return head + "\n" + (_t("contact", zh, contact=contact) if contact else _t("no_contact", zh))
 
     def _numbered(self, starts: list[datetime], av: Availability, zh: bool) -> str:

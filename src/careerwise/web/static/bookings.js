@@ -55,7 +55,7 @@ async function loadSlots() {
     const data = await call("GET", "/api/slots?" + params);
     state.from = data.start_day;
     box.replaceChildren();
-    if (!data.slots.length) box.append(el("p", "這一週沒有可預約的時段 · No free slots this week", "tz"));
+    if (!data.slots.length) box.append(noSlots(data));
     for (const s of data.slots) {
       const b = el("button", s.label, "slot");
       b.type = "button";
@@ -65,6 +65,37 @@ async function loadSlots() {
       box.append(b);
     }
   } catch (e) { say(e.message, true); }
+}
+
+// never a dead end: with no free slot this week, say what comes next (a later week's slot to jump to,
+// or the day the next slots open) and how to reach the coach, from what /api/slots answered
+function noSlots(data) {
+  const box = el("div", undefined, "none");
+  box.id = "none";
+  const next = data.next_free_slot, opening = data.next_opening;
+  if (!data.has_hours) {
+    box.append(el("p", "教練目前沒有開放諮詢預約時段 · The coach has no consultation hours open right now"));
+  } else {
+    box.append(el("p", "這一週沒有可預約的時段 · No free slots this week"));
+    if (next) {
+      box.append(el("p", "之後最近的可預約時段：" + next.label + " · Next free slot: " + next.label_en, "next"));
+      const jump = el("button", "跳到那一週 · Go to that week");
+      jump.type = "button";
+      jump.id = "jump";
+      jump.addEventListener("click", () => { state.from = next.start_local.slice(0, 10); loadSlots(); });
+      box.append(jump);
+    } else if (opening) {
+      box.append(el("p", "下一個有空檔的日子是 " + opening.label + "（台北時間），從 " + opening.opens_label
+        + " 起開放預約 · The next day with a free slot is " + opening.label_en
+        + " (Taipei time); it opens for booking on " + opening.opens_label_en, "next"));
+    } else {
+      box.append(el("p", "一年內都沒有可以預約的時段 · There are no free slots in the coming year", "next"));
+    }
+  }
+  box.append(el("p", data.contact_line
+    ? "想直接聯絡教練：" + data.contact_line + " · To reach the coach directly: " + data.contact_line
+    : "教練還沒有留下其他聯絡方式；職涯問題可以先在聊天頁問 Summer · The coach has not left another way to reach them yet; ask Summer career questions in the chat meanwhile", "contact tz"));
+  return box;
 }
 
 function choose(slot) {
@@ -95,10 +126,14 @@ async function book(ev) {
   state.pendingKey = state.pendingKey || (crypto.randomUUID ? crypto.randomUUID() : String(Date.now()) + Math.random());
   $("submit").disabled = true;
   try {
-    const b = await call("POST", "/api/bookings", { slot_start: state.chosen.start, name: $("name").value, contact: $("contact").value }, { "Idempotency-Key": state.pendingKey });
+    const body = { slot_start: state.chosen.start, name: $("name").value, contact: $("contact").value };
+    const topic = $("topic").value.trim();
+    if (topic) body.topic = topic;
+    const b = await call("POST", "/api/bookings", body, { "Idempotency-Key": state.pendingKey });
     remember(b.token);
-    say("預約完成 Booked: " + b.label + "\n預約編號 Booking " + b.id);
+    say("預約完成 Booked: " + b.label + (b.topic ? "\n主題 Topic: " + b.topic : "") + "\n預約編號 Booking " + b.id);
     state.chosen = null; state.pendingKey = null;
+    $("topic").value = "";
     $("chosen").textContent = "請先選擇時段 · Pick a slot first";
     await Promise.all([loadSlots(), loadMine()]);
   } catch (e) {
@@ -118,6 +153,7 @@ async function loadMine() {
   for (const b of data.bookings) {
     const card = el("div", undefined, "booking " + b.status);
     card.append(el("div", b.label), el("div", b.name + " · " + (b.contact_kind === "line" ? "LINE: " : "") + b.contact, "tz"));
+    if (b.topic) card.append(el("div", "主題 Topic: " + b.topic, "topic"));
     const status = { active: "有效 Active", cancelled: "已取消 Cancelled", rescheduled: "已改期 Moved" }[b.status] || b.status;
     card.append(el("div", status, "tz"));
     const actions = el("div", undefined, "actions");
