@@ -169,9 +169,28 @@ def test_a_long_sentence_offers_each_run_of_its_clauses_so_a_later_figure_can_be
     assert [c.sentence for c in found] == [
         "In my experience with Taiwanese employers, a one-grade promotion typically comes with about 8% "
         "to 15% on base…",
-        "…sometimes a higher bonus multiple, and foreign firms with pay bands may give more;",
-        "if you are offered less than 5% with the new title, negotiate.",
+        "…sometimes a higher bonus multiple, and foreign firms with pay bands may give more…",
+        "…if you are offered less than 5% with the new title, negotiate.",
     ]
     assert all(len(c.sentence) <= 120 for c in found)
     # every run is the article's own words between its markers
     assert all(c.sentence.strip("…") in long.text for c in found)
+
+
+def test_a_statement_keeps_its_semicolon_clauses_with_their_subject() -> None:
+    text = "軟體工程：新鮮人約 4.2 萬到 5.5 萬元；三到五年經驗約 6.5 萬到 9 萬元；資深年薪 200 萬以上也有。下一句。"
+    assert (
+        quotes.statements(text)[0]
+        == "軟體工程：新鮮人約 4.2 萬到 5.5 萬元；三到五年經驗約 6.5 萬到 9 萬元；資深年薪 200 萬以上也有。"
+    )
+    found = quotes.candidates([quotes.Passage(text, "salary", "Salary", True)], chinese=True)
+    assert all(not c.sentence.startswith("三到五年") for c in found)
+
+
+def test_a_list_number_inside_an_english_sentence_does_not_end_it() -> None:
+    text = "I teach a three-sentence ask: 1. The claim comes first. It grew in 2025. Then wait."
+    assert quotes.statements(text) == [
+        "I teach a three-sentence ask: 1. The claim comes first.",
+        " It grew in 2025.",
+        " Then wait.",
+    ]

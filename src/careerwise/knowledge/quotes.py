@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 
 from careerwise.knowledge.fence import head_line
 from careerwise.knowledge.lexical import tokenize
-from careerwise.knowledge.passages import GAP, sentences
+from careerwise.knowledge.passages import GAP
 from careerwise.tracing.background import QUOTE_SIMILARITY, count_failure
 
 if TYPE_CHECKING:
@@ -50,6 +50,10 @@ _CJK = re.compile(r"[\u4e00-\u9fff]")
 # split leaves at a sentence's start: noise inside a quotation
 _LEAD = re.compile(r"^\s*(?:#+\s*|[-*•]\s+|\d+[.、)]\s*|>\s*|[」』]\s*)")
 _CLAUSE = re.compile(r"(?<=[，、：；,;:])")
+# where a quotable statement ends: as passages' sentences do, except at a semicolon (its clauses share
+# the statement's subject, as 「軟體工程：新鮮人約…；三到五年經驗約…」 does) and after a list number inside a
+# sentence ("a three-sentence ask: 1. The claim …"), which starts an item rather than ending a sentence
+_STATEMENT_END = re.compile(r"(?<=[。！？!?\n])|(?<=[a-z)][.])(?=\s)|(?<=[a-z0-9)][a-z0-9][.])(?=\s)")
 
 
 @dataclass(frozen=True)
@@ -98,6 +102,11 @@ def _shorten(sentence: str, max_chars: int) -> str:
     return out.rstrip("，、：；,;: ") + GAP
 
 
+def statements(text: str) -> list[str]:
+    """``text`` cut where a statement ends (``_STATEMENT_END``): the units a quote is chosen from."""
+    return [piece for piece in _STATEMENT_END.split(text) if piece.strip()]
+
+
 @dataclass(frozen=True)
 class Candidate:
     sentence: str
@@ -138,7 +147,7 @@ def candidates(
             continue
         if not cross_language and chinese != bool(_CJK.search(passage.text)):
             continue  # another language than the question's: the reader may not read it
-        for raw in sentences(passage.text):
+        for raw in statements(passage.text):
             sentence = _clean(raw)
             if len(sentence) < 12 or raw.lstrip().startswith("#") or sentence in seen:
                 continue  # a heading or a fragment says nothing on its own
