@@ -26,6 +26,10 @@ class Rule:
     max_units: int | None = None  # only short messages (a greeting inside a long question is not one)
     min_chars: int | None = None  # only long messages (a pasted resume)
     exclude: re.Pattern[str] | None = None  # a match here vetoes the rule
+    # A veto binds the whole message unless its last clause, where a long message states its request,
+    # matches the rule and this pattern with no veto word of its own: a story about failed interviews
+    # that ends «請問一對一諮詢要怎麼報名？» still books a session (None: the veto always binds).
+    final_request: re.Pattern[str] | None = None
 
     def applies(self, text: str) -> bool:
         if self.max_units is not None and units(text) > self.max_units:
@@ -33,12 +37,34 @@ class Rule:
         if self.min_chars is not None and len(text) < self.min_chars:
             return False
         if self.exclude is not None and self.exclude.search(text):
-            return False
+            return self._last_clause_asks(text)
         return self.pattern.search(text) is not None
+
+    def _last_clause_asks(self, text: str) -> bool:
+        if self.final_request is None or self.exclude is None:
+            return False
+        clauses = [part for part in CLAUSE_END.split(text) if part.strip()]
+        if len(clauses) < 2:
+            return False
+        last = clauses[-1]
+        return (
+            self.final_request.search(last) is not None
+            and self.pattern.search(last) is not None
+            and self.exclude.search(last) is None
+        )
 
 
 def _r(p: str) -> re.Pattern[str]:
     return re.compile(p, re.I | re.S)
+
+
+# where a clause ends: a long message states its request in its last clause
+CLAUSE_END = re.compile(r"[。！？!?\n，,；;]+|\.(?:\s|$)")
+# the request names one of Summer's own sessions: 一對一諮詢, "a session with you"
+SUMMERS_SESSION = _r(
+    r"一對一|1對1|(?:跟|和|找)(?:妳|你|summer)(?:約|諮詢|談)|(?:預約|報名|約)(?:一下|一次)?(?:職涯)?諮詢"
+    r"|\b(?:session|call|consultation|coaching)s? with (?:you|u|summer)\b|\b(?:your|a coaching) (?:session|consultation)s?\b"
+)
 
 
 # --- small talk: a message made only of these tokens (and fillers) is a greeting ----------------------
@@ -89,11 +115,17 @@ def _smalltalk(first: str) -> re.Pattern[str]:
 _DOC_ZH = (
     r"履歷|履力|履厲|履立|簡歷|cv|resume|自傳|自我推薦信|自薦信|求職信|轉職信|cover ?letter"
     r"|linkedin\s?的?\s?(?:about|簡介|摘要|自介|headline|summary|profile|個人檔案)"
+    # a job site's self-introduction: 「104 的自我介紹」, 「一段自我介紹要放在 104 上」
+    r"|(?:104|1111|518|yourator|cake ?resume)\s?(?:上|的)?\s?(?:自我介紹|自介|簡介)"
+    r"|(?:自我介紹|自介)[^。，,]{0,6}(?:104|1111|518|yourator|cake ?resume)"
 )
 # a job-site profile counts as the user's document («rewrite my linkedin summary»)
 _DOC_EN = r"resume|résumé|resme|resum|cv|cover letter|linkedin (?:summary|profile|headline|about)"
 
 # --- words used about something else: vetoes for the booking rules --------------------------------------
+
+# a personal service or a meal booked (a haircut, nails, a massage, a table for dinner): an errand
+_ERRAND_ZH = r"剪頭髮|剪髮|洗頭|燙髮|染髮|髮廊|美髮|美容院|美甲|按摩|洗牙|訂位|燒肉|火鍋|吃到飽|牛排|壽司|居酒屋|包廂"
 
 # a job interview, any round (面試, 二面, 複試, 終面 …): its time slot or its date is a career question
 _INTERVIEW_ZH = r"(?<!模擬)面試|[一二三四五終初複]面|複試|初試|筆試|口試|面談(?!.{0,4}(?:summer|妳|你))"
@@ -101,7 +133,9 @@ _INTERVIEW_ZH = r"(?<!模擬)面試|[一二三四五終初複]面|複試|初試|
 _OTHERS_BOOKING_ZH = (
     r"(?:幫|替|給)(?:我的)?(?:主管|老闆|長官|客戶|同事|他|她|別人|家人|媽媽|爸爸|老公|老婆|小孩)"
     r"|(?:預約|約)(?:了)?(?:會議室|拜訪|場地|餐廳|門診|掛號|醫生|牙醫|會議|客戶|訪談|參訪)"
-    r"|(?:會議室|門診|餐廳|牙醫|健身房|醫院|診所|健檢|體檢|看診)"
+    r"|(?:會議室|門診|餐廳|牙醫|健身房|醫院|診所|(?<!履歷|簡歷|履力|履立)健檢|體檢|看診)"
+    # a personal service or a meal: 剪頭髮, 美甲, 燒肉 (「我想剪頭髮 幫我約週日下午」)
+    rf"|{_ERRAND_ZH}"
     # a family member or a client booking for themselves: 「我媽要預約…」, 「客人臨時取消預約」
     r"|我的?(?:媽|爸|妹|弟|姊|姐|哥|老公|老婆|男友|女友|兒子|女兒)(?:媽|爸)?(?:要|想|在|說要)(?:預約|約)"
     r"|(?:客人|客戶|個案|學員|病人)[^。，,]{0,6}(?:取消|預約|改期|改時間|約)"
