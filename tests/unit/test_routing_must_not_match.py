@@ -24,12 +24,24 @@ MUST_NOT_MATCH: dict[str, tuple[str, ...]] = {
         "我爸要預約醫院的復健，網站一直當機",
         "客戶約不到時間，業績要怎麼衝",
         "HR 問我怎麼約你比較方便，我要怎麼回",
+        # signing up for someone else's counselling, a haircut, a table; a story whose last clause is
+        # not a request for Summer's session
+        "公司的員工諮詢要怎麼報名",
+        "想報名勞工局的就業諮詢，要帶什麼",
+        "想燙頭髮 幫我約下禮拜二",
+        "幫我保留週五晚上火鍋店的位子",
+        "面試一直被刷掉，HR 說可以報名公司提供的職涯諮詢，要怎麼報名",
+        "報名了學校職涯中心的諮詢，還是很迷惘",
+        "主管的一對一要怎麼約比較好",
     ),
     "booking.zh.change": (
         "二面可以改期嗎？會不會扣分",
         "我想把複試改時間，要怎麼跟 HR 開口",
         "健身房會員可以取消嗎",
         "幫老闆把客戶會議改期，結果被罵",
+        "下週四的二面可以改到週六嗎",
+        "公司的心理諮詢可以改到下禮拜嗎",
+        "跟主管的一對一改到週五，要準備什麼",
     ),
     "booking.zh.price": (
         "公司的一對一輔導費用是公司出嗎",
@@ -72,21 +84,33 @@ MUST_NOT_MATCH: dict[str, tuple[str, ...]] = {
         "my gym won't refund the personal training sessions I missed",
         "is my company's counselling programme online or in person",
         "what should I prepare for the interview session with the hiring manager",
+        "the gym runs sessions on saturday mornings, should I skip them before a job interview",
+        "I'm running late for the call with my client, how do I tell my boss",
     ),
     "booking.en.availability": (
         "my boss texted 'are you free this weekend?' should I answer",
         "the recruiter sent me available slots for the interview",
+        "are there any slots left in the AWS bootcamp",
+        "is there availability in the Tokyo office for transfers",
+        "my boss asked if I have any availability on saturday",
     ),
     "resume.zh.review": (
         "請問履歷要放照片嗎",
         "可以在履歷上寫離職原因嗎",
         "HR 說會幫我把履歷轉給主管，要等多久",
         "幫我看一下論文摘要的英文有沒有錯",
+        # the user handling other people's resumes: screening at work, helping at someone's request
+        "老闆要我幫忙看應徵者的履歷，要注意什麼",
+        "我負責篩履歷，要怎麼判斷誰適合",
+        "學弟請我幫他看履歷，要怎麼給建議比較好",
+        "104 的自我介紹要寫多長",
     ),
     "resume.zh.pasted": (
         "履歷這樣寫可以嗎",
         "這是履歷常見的錯誤嗎",
         "以下是履歷範本的問題：要用哪一種",
+        "證照影本要放在履歷下面還是另外附",
+        "履歷放這邊的平台會被 HR 看到嗎",
     ),
     "resume.en.review": (
         "how do I write a good linkedin summary",
@@ -94,6 +118,14 @@ MUST_NOT_MATCH: dict[str, tuple[str, ...]] = {
         "should I send my resume as a PDF or a Word file",
         "the recruiter said they would review my resume this week, how long should I wait",
         "can you proofread my thesis abstract",
+        "my manager asked me to review the resumes for the new analyst role",
+        "I'm screening applicants for my team, any red flags in a resume I should look for",
+        # the document's gap, length or help desk is not the document: a general question
+        "I need help with my resume gap in interviews, what do I say",
+        "thoughts on my resume being 3 pages? is that too long",
+        "my resume help center at uni is closed, where else can I go",
+        "my friend needs help with her resume, how can I help",
+        "recruiters are harsh about my cv gap, how do I explain it",
     ),
     "resume.pasted": (
         "I have a CS education, three years of experience in QA, and skills in Python and SQL. Should I move "
@@ -109,6 +141,7 @@ MUST_NOT_MATCH: dict[str, tuple[str, ...]] = {
         "尾牙要上台表演，有推薦的工作場合笑話嗎",
         "我是天氣預報主播，想轉職當公關可以嗎",
         "Python 面試常考 KeyError 嗎",
+        "公司新人訓要交讀後感，算工作時數嗎",
     ),
     "offtopic.en.request": (
         "my boss asked me to write a poem for the company party, is that part of my job?",
@@ -122,6 +155,7 @@ MUST_NOT_MATCH: dict[str, tuple[str, ...]] = {
         "HR 幫我預約了面試，要準備什麼",
         "請病假要先預約門診證明嗎",
         "公司尾牙要訂餐廳，行政可以報加班嗎",
+        "主管要我幫客戶訂十個人的燒肉，算加班嗎",
     ),
     "offtopic.en.errand": (
         "my boss asked me to book a table for the client dinner, is that my job?",
@@ -164,11 +198,30 @@ MUST_NOT_MATCH: dict[str, tuple[str, ...]] = {
         "面試的自我介紹我是這樣寫的：「大家好，我叫小明，畢業於政大」，會太長嗎",
         "學歷欄要寫高中嗎",
         "技能要怎麼寫比較好",
+        # a line addressed to someone, or from an email, is a message, not a resume bullet
+        "幫我把這句改得委婉一點：負責這案子的是你，不是我",
+        "這句幫我改客氣一點：「負責窗口下週會回覆您」，要寄給客戶的信",
     ),
     "resume.en.passage": (
         "can you rewrite this summary of the quarterly report for my boss",
         "how do I write a strong summary section",
         "I updated my slide deck summary, is it better?",
+        'my boss wrote "Led the project poorly" in my appraisal, is that fair or should I rewrite my goals',
+        'I\'ll post "Launched the new build, please test" in the team chat, does it sound ok?',
+        "Quick question: managed services or product company, which is better?",
+        "Managed to get an offer of 80k, is it better to accept now?",
+    ),
+    "resume.inline": (
+        "學歷：政大企管 經歷：業務三年 技能：英文，這樣的背景適合轉 PM 嗎",
+        "Education: BA history, Experience: 2 years retail, Skills: Excel. Should I move into data?",
+        "學歷：要寫到高中嗎？",
+    ),
+    "greet.thanks_after": (
+        "跟妳聊完我決定接 offer 了，謝謝妳",
+        "下週一下午 謝謝",
+        "聊完好多了，可以再幫我看一次履歷嗎 謝謝",
+        "that helped a lot, can you also check my cover letter? thanks",
+        "I'd like a haiku about cats, thanks",
     ),
     "greet.about": (
         "你是誰介紹給我的 HR 嗎，我該怎麼回他",
@@ -214,6 +267,34 @@ MUST_NOT_MATCH: dict[str, tuple[str, ...]] = {
         ("what's a 10% tip on 2,400", "offtopic.en.request"),
         ("我姊要預約診所的健檢", "offtopic.zh.errand"),
         ("先這樣 改天再聊", "greet.bye"),
+        # issue #25, part 5: booking after a story of interviews, signing up with words between, a time
+        # held, a session moved to a day, sessions on a day, running late, availability asked
+        ("面試連續被刷，想請妳幫忙看看問題在哪，一對一諮詢在哪裡報名？", "booking.zh.reserve"),
+        ("我想報名一次履歷健檢的諮詢", "booking.zh.reserve"),
+        ("可以幫我保留下週二晚上的時段嗎", "booking.zh.reserve"),
+        ("週三的諮詢我要出差，可以換到下週一嗎", "booking.zh.change"),
+        ("do you hold sessions in the evening?", "booking.en.session"),
+        ("I'll be 5 minutes late to our session, sorry", "booking.en.session"),
+        ("any availability for a call next friday?", "booking.en.availability"),
+        # resume: a request after the story, a job site's self-introduction, a bullet to rewrite, a
+        # resume pasted with inline headings, a review asked for loosely in English
+        ("應徵了半年都沒消息，可能是簡歷寫得不好，可以幫我看看嗎", "resume.zh.review"),
+        ("1111 上的自介幫我改一下", "resume.zh.review"),
+        ("這段幫我改順一點：規劃新人訓練課程，離職率下降一半", "resume.zh.passage"),
+        ("林大同 學歷：中央大學 經歷：門市店長 技能：排班、庫存", "resume.inline"),
+        ("does this sound ok: «Reduced onboarding time from 3 weeks to 5 days»", "resume.en.passage"),
+        ("my resume gets zero callbacks, would you mind having a look at it", "resume.en.review"),
+        ("thoughts on my cv?", "resume.en.review"),
+        ("cover letter help pls", "resume.en.review"),
+        ("履歷幫看", "resume.zh.review"),
+        ("自傳寫得好爛 救命", "resume.zh.review"),
+        # off-topic: a personal service with the booking word after it, a table for a number of people,
+        # one's own homework
+        ("想去按摩 幫我約明天晚上", "offtopic.zh.errand"),
+        ("幫我訂今晚八位的位子", "offtopic.zh.errand"),
+        ("報告寫不完了，幫我寫一篇讀後感", "offtopic.zh.request"),
+        # greeting: how the talk went, then the thanks
+        ("聊一聊心情輕鬆多了 謝謝妳", "greet.thanks_after"),
     ],
 )
 def test_booking_resume_and_offtopic_in_new_words(message: str, rule_id: str) -> None:

@@ -116,12 +116,27 @@ def test_units_count_han_characters_and_words() -> None:
         ("已經答應人家了 現在反悔會不會很難看", "這步…嗎"),
         ("got an offer from a bank but my gut says stay at the startup", "a step weighed"),
         ("thinking of a sabbatical to travel, but a gap on my cv terrifies me", "a step weighed"),
-        (
-            "the safe option is to stay, the fun option is the startup offer, I keep going back and forth",
-            "a step weighed",
-        ),
+        ("the safe option is to stay, the fun option is the startup offer", "a step weighed"),
         ("is taking a 15% cut for a remote job a sucker move", "what would you do"),
         ("the other company wants an answer tomorrow, do I stall them", "do I take"),
+        # issue #25, part 5: a choice between named options, a step against the writer's wish or
+        # urged by someone else, a step weighed by its cost, leaving felt as due, indecision in English
+        ("面談了兩間，一間是新創正職，一間是大廠派遣，兩邊都在等我回覆", "兩個選項"),
+        ("A 公司離家近但薪水低，B 公司薪水高但要輪班", "兩個選項"),
+        ("這兩個職缺待遇跟發展都差不多，好難選", "兩難"),
+        ("新創或大公司，哪個對轉職的人比較好？", "A或B？"),
+        ("快發年終了，現在離職很虧吧", "這步…嗎"),
+        ("爸媽希望我回去考公職，但我在台北做設計做得很開心", "別人要我…"),
+        ("老闆要升我當主管，可是我只想做技術，不過薪水真的多很多", "a step against a wish"),
+        ("獵頭找我去一間新創，薪水多三成，但又怕公司撐不久", "a step weighed"),
+        ("公司想把我調過去新部門，待遇一樣，其實有點心癢", "a step weighed"),
+        ("got offers from a bank and a game studio, the bank pays more", "two offers"),
+        ("feels like it's time to move on from this team", "time to move on"),
+        (
+            "a recruiter offered me a senior role at a competitor, honestly not sure what to do",
+            "a step weighed",
+        ),
+        ("I keep going back and forth about the remote job", "a trade-off"),
     ],
 )
 def test_a_decision_without_a_listed_word_is_complex(message: str, reason: str) -> None:
@@ -148,6 +163,16 @@ def test_a_decision_without_a_listed_word_is_complex(message: str, reason: str) 
         ("離職後勞健保要怎麼接 我有點焦慮", "medium"),
         ("收到錄取通知了 好興奮 報到那天要帶什麼", "medium"),
         ("I'm anxious about my first day at the new job, any tips on what to wear", "medium"),
+        # 幾 after a numeral says "some" (二十幾家), so this is one question, not two
+        ("投了二十幾家都沒回，大家都怎麼寫自傳比較好", "medium"),
+        # a step done, with a "but" that is no wish of the writer's; a step and a practical question
+        ("離職手續好麻煩，可是公司一直拖，但我下週就要報到了", "medium"),
+        ("主管要我幫客戶訂會議室，可是我不是行政，這算我的工作嗎", "medium"),
+        ("想轉職，但我真的不想再做帳了，該從哪裡開始準備比較實際", "medium"),
+        # 或 in a clause followed by a question that is not "which": not a choice
+        ("履歷或作品集，通常 HR 會先看完才決定嗎", "medium"),
+        ("my boss offered me a raise, how do I respond politely", "medium"),
+        ("it's time to update my resume, any tips on the summary", "medium"),
     ],
 )
 def test_an_or_or_a_complaint_alone_is_not_a_decision(message: str, tier: str) -> None:

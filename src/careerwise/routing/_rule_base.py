@@ -113,10 +113,10 @@ def _smalltalk(first: str) -> re.Pattern[str]:
 # --- documents and request verbs --------------------------------------------------------------------
 
 _DOC_ZH = (
-    r"履歷|履力|履厲|履立|簡歷|cv|resume|自傳|自我推薦信|自薦信|求職信|轉職信|cover ?letter"
+    r"履歷|履力|履厲|履立|簡歷|(?<![a-z])(?:cv|resume)(?![a-z])|自傳|自我推薦信|自薦信|求職信|轉職信|cover ?letter"
     r"|linkedin\s?的?\s?(?:about|簡介|摘要|自介|headline|summary|profile|個人檔案)"
     # a job site's self-introduction: 「104 的自我介紹」, 「一段自我介紹要放在 104 上」
-    r"|(?:104|1111|518|yourator|cake ?resume)\s?(?:上|的)?\s?(?:自我介紹|自介|簡介)"
+    r"|(?:104|1111|518|yourator|cake ?resume)\s?(?:上的|上|的)?\s?(?:自我介紹|自介|簡介)"
     r"|(?:自我介紹|自介)[^。，,]{0,6}(?:104|1111|518|yourator|cake ?resume)"
 )
 # a job-site profile counts as the user's document («rewrite my linkedin summary»)
@@ -125,7 +125,7 @@ _DOC_EN = r"resume|résumé|resme|resum|cv|cover letter|linkedin (?:summary|prof
 # --- words used about something else: vetoes for the booking rules --------------------------------------
 
 # a personal service or a meal booked (a haircut, nails, a massage, a table for dinner): an errand
-_ERRAND_ZH = r"剪頭髮|剪髮|洗頭|燙髮|染髮|髮廊|美髮|美容院|美甲|按摩|洗牙|訂位|燒肉|火鍋|吃到飽|牛排|壽司|居酒屋|包廂"
+_ERRAND_ZH = r"(?:剪|燙|染|洗|護)頭?髮|洗頭|髮廊|美髮|美容院|美甲|按摩|洗牙|訂位|燒肉|火鍋|吃到飽|牛排|壽司|居酒屋|包廂|演唱會|音樂會|電影院|門票"
 
 # a job interview, any round (面試, 二面, 複試, 終面 …): its time slot or its date is a career question
 _INTERVIEW_ZH = r"(?<!模擬)面試|[一二三四五終初複]面|複試|初試|筆試|口試|面談(?!.{0,4}(?:summer|妳|你))"
@@ -139,6 +139,8 @@ _OTHERS_BOOKING_ZH = (
     # a family member or a client booking for themselves: 「我媽要預約…」, 「客人臨時取消預約」
     r"|我的?(?:媽|爸|妹|弟|姊|姐|哥|老公|老婆|男友|女友|兒子|女兒)(?:媽|爸)?(?:要|想|在|說要)(?:預約|約)"
     r"|(?:客人|客戶|個案|學員|病人)[^。，,]{0,6}(?:取消|預約|改期|改時間|約)"
+    # a workplace one-to-one: 「跟主管的一對一改到週五」
+    r"|(?:主管|老闆|經理|部屬|下屬|同事|組員)[^。，,]{0,4}(?:一對一|1對1|1:1)"
 )
 # someone else asking the user (「主管問我你禮拜六有空嗎」, 「HR 問我怎麼約你」): their question, not a booking
 _ASKED_BY_OTHERS_ZH = r"(?:hr|人資|主管|老闆|長官|客戶|同事|獵頭|面試官|朋友|他|她)[^。，,]{0,6}問(?:我|說)"
@@ -146,6 +148,8 @@ _ASKED_BY_OTHERS_ZH = r"(?:hr|人資|主管|老闆|長官|客戶|同事|獵頭|�
 # counselling programme (EAP)
 _SOMEONE_ELSES_COUNSELLING = (
     r"諮詢師|心理諮商|心理諮詢|法律諮詢|律師|勞工局|就業服務|就服站|員工|公司(?:的|有|提供)|eap|協助方案"
+    # a school's careers office
+    r"|學校|校內|職涯中心|就業輔導|輔導室|輔導中心|學生諮商"
 )
 # English: a job interview (a mock interview with Summer is hers), or an appointment for someone else
 _OTHERS_EN = (

@@ -9,12 +9,12 @@ booking word about something else falls through to the off-topic errand rules or
 from __future__ import annotations
 
 from careerwise.routing._rule_base import (
-    SUMMERS_SESSION,
     _ASKED_BY_OTHERS_ZH,
     _INTERVIEW_ZH,
     _OTHERS_BOOKING_ZH,
     _OTHERS_EN,
     _SOMEONE_ELSES_COUNSELLING,
+    SUMMERS_SESSION,
     Rule,
     _r,
 )
@@ -307,6 +307,8 @@ BOOKING_RULES: tuple[Rule, ...] = (
         exclude=_r(
             rf"{_OTHERS_EN}|\b(?:gym|therapy|therapist|trainer|yoga|pilates|dentist|doctor|class(?:es)?|course)\b"
             r"|\b(?:flight|hotel|airbnb|table|tickets?|concert|train|bus|car|tour|hostel)\b"
+            # a call or a session at work: with a client, for the boss, the team's
+            r"|\b(?:boss|manager|supervisor|clients?|customers?|coworkers?|colleagues?|team|recruiter|hr)\b"
         ),
     ),
     Rule(
@@ -331,7 +333,8 @@ BOOKING_RULES: tuple[Rule, ...] = (
         exclude=_r(
             rf"\b(?:boss|manager|recruiter|hr|coworker|colleague|client|team lead)\b|{_OTHERS_EN}"
             r"|\b(?:class(?:es)?|course|bootcamp|workshop|exam|test|gym|flight|hotel|tickets?|concert|program(?:me)?"
-            r"|school|university|internships?|jobs?|positions?|roles?|openings?)\b"
+            r"|school|university|internships?|jobs?|positions?|roles?|openings?|office|department|company|team"
+            r"|headcount)\b"
         ),
     ),
 )

@@ -20,7 +20,9 @@ from careerwise.routing._rule_base import (
 )
 
 # what may follow the closing thanks: an address, a particle, punctuation, an emoji
-_SEP_END = r"(?:\s*(?:summer|老師|你|妳|您|啦|喔|哦|囉|呀|啊|耶|唷|so much|a lot|again|[~!.。！～…]|[🙂😊🙏❤️]))*\s*"
+_SEP_END = (
+    r"(?:\s*(?:summer|老師|你|妳|您|啦|喔|哦|囉|呀|啊|耶|唷|so much|a lot|again|[~!.。！～…]|[🙂😊🙏❤️]))*\s*"
+)
 
 GREETING_RULES: tuple[Rule, ...] = (
     Rule(

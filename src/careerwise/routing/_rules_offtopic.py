@@ -94,9 +94,12 @@ OFFTOPIC_RULES: tuple[Rule, ...] = (
             r"|(?:netflix|youtube|spotify|disney|apple music|kkbox|line music)[^，,。]{0,12}(?:會員|訂閱|premium)"
             r"|(?:會員|訂閱)[^，,。]{0,6}(?:取消|退訂|退費|續約)|(?:取消|退訂)[^，,。]{0,6}(?:會員|訂閱)"
             # a personal service or a meal with a booking word on either side: 「我想剪頭髮 幫我約週日下午」
-            rf"|(?=.*(?:{_ERRAND_ZH}))(?=.*(?:預約|預訂|訂|約))"
-            # a table for a number of people: 「幫我訂週六晚上四個人的」
-            r"|(?:訂|預訂|訂位)[^。，,?？]{0,12}(?:[一二三四五六七八九十兩]|\d+)\s?(?:個人|位|人)"
+            # (not a trade: 美甲師, 證照, 開店 are a career's words)
+            rf"|^(?!.*(?:師|證照|學徒|開店|加盟))(?=.*(?:{_ERRAND_ZH}))"
+            r"(?=.*(?:預約|預訂|訂位|(?:幫我|我想|想|要)約|約(?:在)?(?:這|下|本)?(?:週|禮拜|星期|明天|後天|今天|今晚)"
+            r"|訂(?:[一二三四五六七八九十兩\d]|今|明|週|禮拜|星期|下)))"
+            # a table for a number of people: 「幫我訂週六晚上四個人的」 (not an order, 訂單)
+            r"|(?:訂(?![單閱定正製])|預訂|訂位)[^。，,?？]{0,12}(?:[一二三四五六七八九十兩]|\d+)\s?(?:個人|位|人)"
         ),
         "books or cancels something that is not a session with Summer: a table, a doctor, a haircut, a "
         "ticket, a streaming or gym membership",

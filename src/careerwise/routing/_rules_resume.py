@@ -10,11 +10,16 @@ from __future__ import annotations
 from careerwise.routing._rule_base import _DOC_EN, _DOC_ZH, Rule, _r
 
 # verbs a resume bullet opens with (work done): a quoted line that starts with one reads as a bullet
-_WORK_VERB_ZH = r"負責|主導|帶領|規劃|執行|管理|協助|參與|建立|開發|設計|優化|提升|推動|統籌|策劃|經營|完成|領導"
+_WORK_VERB_ZH = (
+    r"負責|主導|帶領|規劃|執行|管理|協助|參與|建立|開發|設計|優化|提升|推動|統籌|策劃|經營|完成|領導"
+)
 _WORK_VERB_EN = (
     r"led|managed|built|developed|designed|drove|launched|increased|reduced|owned|shipped|created|implemented|"
     r"delivered|grew|improved|spearheaded|coordinated|organi[sz]ed|analy[sz]ed|streamlined|automated"
 )
+# what may follow the document in a loose request: the end of it («thoughts on my resume?», "help with my
+# cv before I apply»), not another noun («my resume gap», «my resume help center»)
+_DOC_END = r"(?=\s*(?:[.,!?~:;)]|$|\b(?:pls|please|plz|before|for|this|today|tonight|asap|when|and|so|real quick)\b))"
 # a resume's section headings, written inline with a colon after each
 _HEADING = (
     r"學歷|教育背景|經歷|工作經歷|工作經驗|技能|專業技能|專長|證照|語言|自傳|專案|"
@@ -30,7 +35,8 @@ RESUME_RULES: tuple[Rule, ...] = (
             # a request needs a helping verb before the document
             rf"(?:幫|請(?!問)|麻煩|想請)[^。?？]{{0,10}}(?:{_DOC_ZH})"
             rf"|(?:能|可以|可不可以)[^。?？]{{0,4}}(?:幫|看|改|修|潤|健檢|review|check)[^。?？]{{0,8}}(?:{_DOC_ZH})"
-            rf"|(?:{_DOC_ZH}).{{0,12}}(?:幫我|幫忙|給你|給妳|健檢|review|check|看一下|給(?:點|些)?(?:意見|建議))"
+            rf"|(?:{_DOC_ZH}).{{0,12}}(?:幫我|幫忙|幫看|幫改|給你|給妳|健檢|review|check|看一下|給(?:點|些)?(?:意見|建議)"
+            r"|救救我|救命|求救)"
             # a request that comes after the story of the document: 「這份簡歷我改了三次…可以幫忙看嗎」,
             # 「朋友說可能是履歷的問題，我自己看不出來，可以幫我檢查一下嗎」
             rf"|(?:{_DOC_ZH}).{{0,40}}(?:幫忙|幫我|請妳|請你)(?:看|改|檢查|修|潤|過目|健檢|挑)"
@@ -55,6 +61,7 @@ RESUME_RULES: tuple[Rule, ...] = (
         # people's (screening applicants' resumes at work, helping at someone's request) is a career question
         exclude=_r(
             r"轉給|轉交|內推|推薦給|(?:hr|人資|主管|獵頭|面試官|公司)[^。，,?？]{0,4}(?:說|會|要)幫"
+            r"|(?:朋友|同學|學長|學姊|家人|老師|前輩|同事)[^。，,?？]{0,4}(?:已經|有)?幫(?:我|忙)|幫(?:我|忙)(?:看|改|檢查)過"
             r"|(?:叫|要|請|找|拜託)我(?:去)?幫|(?:幫忙|幫|負責|我要|要我|我在)(?:篩|過濾|審)"
             r"|(?:新人|應徵者|求職者|候選人|面試者|應屆生們|部屬|下屬|學弟妹|別人|其他人|大家)的?(?:履歷|簡歷|cv|自傳)"
         ),
@@ -67,6 +74,8 @@ RESUME_RULES: tuple[Rule, ...] = (
             rf"|(?:{_DOC_ZH})\s*(?:如下|:)"
             # 「自傳開頭這樣寫可以嗎：「…」」: a passage of it, pasted after asking about it
             rf"|(?:{_DOC_ZH})[^。:]{{0,8}}這樣(?:寫|改)[^。:]{{0,6}}:\s*\S"
+            # 「我把履歷貼在下面」
+            rf"|(?:{_DOC_ZH})(?:貼|放)(?:在)?(?:下面|下方)"
         ),
         "introduces a pasted resume or 自傳",
         (
@@ -75,6 +84,7 @@ RESUME_RULES: tuple[Rule, ...] = (
             "我的自傳：我是一個積極的人",
             "履歷的技能欄這樣寫好嗎：熟悉 Python、SQL",
             "附上我的新版履歷 麻煩了",
+            "我把自傳貼在下面了，請看看哪裡不通順",
         ),
         # 「這是履歷常見的錯誤嗎」 asks about resumes in general
         exclude=_r(rf"(?:{_DOC_ZH})(?:上|裡)?(?:常見|最常|通病|範本|格式)"),
@@ -102,8 +112,12 @@ RESUME_RULES: tuple[Rule, ...] = (
             "這句可以幫我改得有力一點嗎：「主導門市改裝專案，三個月內完成」",
         ),
         # a self-introduction said at a job interview is interview practice (career), not a document; a
-        # line of an email, a report or a slide is not one of the resume
-        exclude=_r(r"面試|口試|自我介紹(?:時|的時候)要|信|email|mail|報告|簡報|公告|訊息|貼文|文案"),
+        # line of an email, a message or a notice is not one of the resume
+        exclude=_r(
+            r"面試|口試|自我介紹(?:時|的時候)要|信件|封信|的信|回信|寄信|寄給|e-?mail|\bmail\b|訊息|群組|公告"
+            # the line itself addressed to someone: a message, not a bullet
+            r"|:\s*[^「\s][^。，,?？「」]*(?:你|妳|您)|「[^」]*(?:你|妳|您)[^」]*」"
+        ),
     ),
     Rule(
         "resume.en.review",
@@ -120,14 +134,24 @@ RESUME_RULES: tuple[Rule, ...] = (
             rf"|\b(?:write|draft|build|create|make)\b (?:me|up) (?:a|an|my)\b.{{0,12}}\b(?:{_DOC_EN})\b"
             rf"|\b(?:{_DOC_EN})\b (?:is |are )?(?:attached|below|pasted below|here)\b"
             rf"|\bis my (?:{_DOC_EN}) (?:ok|okay|good|fine|any good)\b"
+            # asked loosely: "help with my cv", "thoughts on my resume?", "resume help pls", "what do you
+            # think of my cover letter", "my resume sucks, can you make it better"
+            # (the document itself, not its gap, format or length: the words after it end the request)
+            rf"|\b(?:help|thoughts|opinion|input)\b (?:\w+ ){{0,2}}(?:on|with|about|for) my (?:{_DOC_EN}){_DOC_END}"
+            rf"|\b(?:{_DOC_EN}) help{_DOC_END}|\bwhat do you think (?:of|about) my (?:{_DOC_EN}){_DOC_END}"
+            rf"|\bwhat(?:'s| is) wrong with my (?:{_DOC_EN}){_DOC_END}"
+            rf"|\bmy (?:{_DOC_EN})\b.{{0,60}}\b(?:make it (?:better|stronger|pop|shine)|what(?:'s| is) wrong with it|"
+            rf"what (?:to|i should|should i) (?:change|fix|improve))\b"
             rf"|\b(?:here is|here's|attached is|below is|i pasted)\b.{{0,10}}\b(?:my|the)\b.{{0,5}}\b(?:{_DOC_EN})\b"
             # a request after the story of the document: "I think my CV is the problem … would you mind
             # giving it a once-over?", "be brutally honest about my resume, I'll send it over"
             rf"|\bmy (?:{_DOC_EN})\b.{{0,100}}\b(?:give|giving|take|taking|have|having) (?:it|this|them) a "
             rf"(?:quick )?(?:look|once-over|glance|read|skim)\b"
             rf"|\bmy (?:{_DOC_EN})\b.{{0,100}}\b(?:look (?:at|over|through) it|eyes on it|check it|review it)\b"
-            rf"|\b(?:brutal(?:ly)?|honest|harsh)\b.{{0,20}}\bmy (?:{_DOC_EN})\b"
-            rf"|\bmy (?:{_DOC_EN})\b.{{0,60}}\b(?:i'?ll|let me|i will|i can|gonna) (?:send|share|paste|upload) it\b"
+            rf"|\b(?:be|give me|i want|i need|want|need)\b (?:\w+ ){{0,2}}(?:brutal(?:ly)?|honest|harsh)\b.{{0,25}}"
+            rf"\bmy (?:{_DOC_EN})\b"
+            rf"|\bmy (?:{_DOC_EN})\b.{{0,60}}\b(?:i'?ll|let me|i will|i can|gonna) (?:send|share|paste|upload) it "
+            rf"(?:over|here|to you|in a (?:sec|minute|bit))\b"
         ),
         "asks Summer to review or rewrite their resume, CV or cover letter",
         (
@@ -142,14 +166,18 @@ RESUME_RULES: tuple[Rule, ...] = (
             "nobody replies to my applications, maybe my resume is weak, could you take a look at it",
             "no interviews in 3 months, I suspect my CV. can you give it a quick read?",
             "be harsh about my cover letter, I'll paste it",
+            "could use some help with my cv before I apply",
+            "what do you think of my cover letter? it's below",
         ),
         exclude=_r(
             # general advice about one's resume is career ("how do I make my resume stand out"), unless
             # it also asks Summer to do it
-            r"^(?:how|what|when|where|why|should|is it|do i|does|which)\b(?!.*\b(?:can you|could you|would you|"
+            r"^(?!what do you think|what'?s wrong with my|what is wrong with my)"
+            r"(?:how|what|when|where|why|should|is it|do i|does|which)\b(?!.*\b(?:can you|could you|would you|"
             r"please|pls|help me|for me)\b)"
             # someone else reviewing it (the recruiter, an ATS) is career
-            r"|\b(?:recruiters?|hr|hiring managers?|they|he|she|the company|ats|interviewers?)\b[^.?!]{0,15}"
+            r"|\b(?:recruiters?|hr|hiring managers?|they|he|she|the company|ats|interviewers?|(?:my )?(?:manager|boss|"
+            r"mentor|friend|professor|dad|mom))\b[^.?!]{0,15}"
             r"\b(?:review(?:ed|s)?|check(?:ed|s)?|look(?:ed)? at|read|reject(?:ed|s)?)\b"
             # the user reviewing other people's (screening applicants at work)
             r"|\b(?:screen(?:ing)?|shortlist(?:ing)?) (?:the |these |all the |incoming |new )?(?:resumes|cvs|"
@@ -170,7 +198,8 @@ RESUME_RULES: tuple[Rule, ...] = (
             r"(?:experience|skills|about|education) section)\b.{0,40}(?:better|ok|okay|good|stronger|\?)"
             # a quoted line that reads like a resume bullet (a verb of work done), asked about:
             # 'is this better? «Led a 4-person team to ship…»'
-            rf"|^(?=.*(?:[«\"“:]|^)\s*(?:{_WORK_VERB_EN})\b)"
+            # (a figure in it: a bullet states a result; «managed services or product?» is no bullet)
+            rf"|^(?=.*[«\"“:]\s*(?:{_WORK_VERB_EN})\b[^»\"”]{{0,80}}\d)"
             r"(?=.*\b(?:better|stronger|rewrite|reword|rephrase|improve|polish|punch (?:it )?up|tighten|"
             r"(?:sound|read)s? (?:ok|okay|good|right|weak)|good enough)\b)"
         ),
@@ -185,6 +214,7 @@ RESUME_RULES: tuple[Rule, ...] = (
         exclude=_r(
             r"\b(?:slides?|deck|report|email|presentation|essay|paper|ppt|article|blog|thesis|readme)\b"
             r"|\b(?:boss|manager|supervisor|appraisal|performance review|review said|told me|wrote about me)\b"
+            r"|\b(?:post|posts|posting|chat|message|slack|teams|tweet|announcement|caption)\b"
         ),
     ),
     Rule(

@@ -13,15 +13,14 @@ layers 2 and 3.
 
 from __future__ import annotations
 
-
 from careerwise.routing._rule_base import (
-    CLAUSE_END,
-    SUMMERS_SESSION,
     _CAREER_WORDS,
     _INTERVIEW_ZH,
     _OTHERS_BOOKING_ZH,
     _OTHERS_EN,
     _SOMEONE_ELSES_COUNSELLING,
+    CLAUSE_END,
+    SUMMERS_SESSION,
     Rule,
     _r,
 )

@@ -141,7 +141,8 @@ _SITUATION_MIN_UNITS = 12
 # a practical question (how, what, how much) about a step is not a decision, whatever it feels like:
 # 「離職後勞健保要怎麼接 我有點焦慮」 asks how, not whether
 _HOW_TO = re.compile(
-    r"怎麼(?!辦)|怎樣|如何|什麼|哪些|多少|從哪(?:裡)?(?:開始|下手|著手)|\b(?:how (?:do|can|should|to)|what (?:should|do|is|are))\b", re.I
+    r"怎麼(?!辦)|怎樣|如何|什麼|哪些|多少|從哪(?:裡)?(?:開始|下手|著手)|\b(?:how (?:do|can|should|to)|what (?:should|do|is|are))\b",
+    re.I,
 )
 
 _WH = re.compile(r"\b(?:what|how|when|where|who|why)\b", re.I)
