@@ -241,6 +241,10 @@ def test_a_booking_request_after_a_story_is_not_vetoed(message: str, veto: str |
         ("cover letter 要寫幾段", "幾段"),
         ("履歷要不要寫期望薪資", "要不要寫"),
         ("is it a good idea to mention a gap year in my cover letter?", "is it a good idea to mention"),
+        # other people's resumes in the user's hands: screening applicants is a question about work
+        ("老闆要我幫忙看應徵者的履歷，要注意什麼", "要我幫"),
+        ("my manager asked me to review the resumes for the new role", "asked me to review"),
+        ("朋友說妳可以幫我看履歷，可以嗎", None),
     ],
 )
 def test_a_question_about_a_documents_length_vetoes_a_resume_verdict(message: str, veto: str | None) -> None:

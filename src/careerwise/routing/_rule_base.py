@@ -127,6 +127,16 @@ _DOC_EN = r"resume|résumé|resme|resum|cv|cover letter|linkedin (?:summary|prof
 # a personal service or a meal booked (a haircut, nails, a massage, a table for dinner): an errand
 _ERRAND_ZH = r"(?:剪|燙|染|洗|護)頭?髮|洗頭|髮廊|美髮|美容院|美甲|按摩|洗牙|訂位|燒肉|火鍋|吃到飽|牛排|壽司|居酒屋|包廂|演唱會|音樂會|電影院|門票"
 
+# other people's resumes in the user's hands: screening applicants at work, helping at someone's request
+# (「主管叫我幫忙篩新人的履歷」, "my manager asked me to review the resumes"): a question about work
+_OTHERS_RESUMES = (
+    r"(?:叫|要|請|找|拜託)我(?:去)?幫|(?:幫忙|幫|負責|我要|要我|我在)(?:篩|過濾|審)"
+    r"|(?:新人|應徵者|求職者|候選人|面試者|應屆生們|部屬|下屬|學弟妹|別人|其他人|大家)的?(?:履歷|簡歷|cv|自傳)"
+    r"|\b(?:screen(?:ing)?|shortlist(?:ing)?) (?:the |these |all the |incoming |new )?(?:resumes|cvs|"
+    r"applicants|candidates|applications)\b|\b(?:candidates?|applicants?|new hires?|interns?|"
+    r"students?|friends?|coworkers?|colleagues?)'?s? (?:resumes?|cvs?|cover letters?)\b"
+    r"|\basked me to (?:review|check|look (?:at|over|through)|go through|read)\b"
+)
 # a job interview, any round (面試, 二面, 複試, 終面 …): its time slot or its date is a career question
 _INTERVIEW_ZH = r"(?<!模擬)面試|[一二三四五終初複]面|複試|初試|筆試|口試|面談(?!.{0,4}(?:summer|妳|你))"
 # booking for someone or something else: the boss's meeting room, a client visit, a clinic, a restaurant

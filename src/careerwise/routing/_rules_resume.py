@@ -7,7 +7,7 @@ document (HR passing it on, a recruiter reviewing it). They come after the booki
 
 from __future__ import annotations
 
-from careerwise.routing._rule_base import _DOC_EN, _DOC_ZH, Rule, _r
+from careerwise.routing._rule_base import _DOC_EN, _DOC_ZH, _OTHERS_RESUMES, Rule, _r
 
 # verbs a resume bullet opens with (work done): a quoted line that starts with one reads as a bullet
 _WORK_VERB_ZH = (
@@ -61,9 +61,8 @@ RESUME_RULES: tuple[Rule, ...] = (
         # people's (screening applicants' resumes at work, helping at someone's request) is a career question
         exclude=_r(
             r"轉給|轉交|內推|推薦給|(?:hr|人資|主管|獵頭|面試官|公司)[^。，,?？]{0,4}(?:說|會|要)幫"
-            r"|(?:朋友|同學|學長|學姊|家人|老師|前輩|同事)[^。，,?？]{0,4}(?:已經|有)?幫(?:我|忙)|幫(?:我|忙)(?:看|改|檢查)過"
-            r"|(?:叫|要|請|找|拜託)我(?:去)?幫|(?:幫忙|幫|負責|我要|要我|我在)(?:篩|過濾|審)"
-            r"|(?:新人|應徵者|求職者|候選人|面試者|應屆生們|部屬|下屬|學弟妹|別人|其他人|大家)的?(?:履歷|簡歷|cv|自傳)"
+            r"|(?:朋友|同學|學長|學姊|家人|老師|前輩|同事)[^。，,?？]{0,4}(?:已經|有)幫(?:我|忙)|幫(?:我|忙)(?:看|改|檢查)過"
+            rf"|{_OTHERS_RESUMES}"
         ),
     ),
     Rule(
@@ -180,10 +179,7 @@ RESUME_RULES: tuple[Rule, ...] = (
             r"mentor|friend|professor|dad|mom))\b[^.?!]{0,15}"
             r"\b(?:review(?:ed|s)?|check(?:ed|s)?|look(?:ed)? at|read|reject(?:ed|s)?)\b"
             # the user reviewing other people's (screening applicants at work)
-            r"|\b(?:screen(?:ing)?|shortlist(?:ing)?) (?:the |these |all the |incoming |new )?(?:resumes|cvs|"
-            r"applicants|candidates|applications)\b|\b(?:candidates?|applicants?|new hires?|interns?|"
-            r"students?|friends?|coworkers?|colleagues?)'?s? (?:resumes?|cvs?|cover letters?)\b"
-            r"|\basked me to (?:review|check|look (?:at|over|through)|go through|read)\b"
+            rf"|{_OTHERS_RESUMES}"
         ),
     ),
     Rule(

@@ -18,6 +18,7 @@ from careerwise.routing._rule_base import (
     _INTERVIEW_ZH,
     _OTHERS_BOOKING_ZH,
     _OTHERS_EN,
+    _OTHERS_RESUMES,
     _SOMEONE_ELSES_COUNSELLING,
     CLAUSE_END,
     SUMMERS_SESSION,
@@ -59,14 +60,15 @@ _DOC_REQUEST = _r(
     r"rewrite|shorten|cut|trim|edit|proofread|here'?s my|attached)\b"
 )
 _CAREER = _r(_CAREER_WORDS)
+_OTHERS_RESUMES_RE = _r(_OTHERS_RESUMES)
 
 
 def vetoed(intent: str, message: str) -> str | None:
     """Why a model (layer 2, or the LLM) must not be taken at its word for ``intent`` on ``message``,
     or None: the words the booking rules veto for booking, a word of work or careers for off-topic (the
-    off-topic rules' veto: a career question wins over whatever else it asks), a question about a
-    document's length without a request to work on the user's own for resume (「履歷要寫幾頁？」 is
-    career).
+    off-topic rules' veto: a career question wins over whatever else it asks), for resume other people's
+    resumes in the user's hands (screening applicants at work) or a question about a document's length
+    without a request to work on the user's own (「履歷要寫幾頁？」 is career).
 
     A booking stays un-vetoed for a mock interview (one of Summer's sessions) and for a message whose
     last clause, where a long message states its request, asks for one of Summer's sessions without a
@@ -77,6 +79,9 @@ def vetoed(intent: str, message: str) -> str | None:
         found = _CAREER.search(text)
         return found.group(0) if found else None
     if intent == "resume":
+        others = _OTHERS_RESUMES_RE.search(text)
+        if others is not None:
+            return others.group(0)
         found = _DOC_LENGTH.search(text)
         return found.group(0) if found and not _DOC_REQUEST.search(text) else None
     if intent != "booking" or _MOCK_INTERVIEW.search(text):
