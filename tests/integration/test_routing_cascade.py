@@ -138,7 +138,8 @@ async def test_llm_layer_valid_json(
     ("message", "intent"),
     [
         ("二面可以改時間嗎", "career"),  # a job interview's time slot: the booking vetoes bind the LLM
-        ("面試一直卡在二面，想不出哪裡有問題。請問一對一諮詢要怎麼報名？", "booking"),  # the request is last
+        # the request for Summer's session is last (a rule decides «…一對一諮詢要怎麼報名？» before the LLM)
+        ("面試一直卡在二面，想不出哪裡有問題。想找妳談一次", "booking"),
     ],
 )
 async def test_the_booking_vetoes_bind_the_llm_answer(

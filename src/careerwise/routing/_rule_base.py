@@ -26,6 +26,10 @@ class Rule:
     max_units: int | None = None  # only short messages (a greeting inside a long question is not one)
     min_chars: int | None = None  # only long messages (a pasted resume)
     exclude: re.Pattern[str] | None = None  # a match here vetoes the rule
+    # A veto binds the whole message unless its last clause, where a long message states its request,
+    # matches the rule and this pattern with no veto word of its own: a story about failed interviews
+    # that ends «請問一對一諮詢要怎麼報名？» still books a session (None: the veto always binds).
+    final_request: re.Pattern[str] | None = None
 
     def applies(self, text: str) -> bool:
         if self.max_units is not None and units(text) > self.max_units:
@@ -33,12 +37,34 @@ class Rule:
         if self.min_chars is not None and len(text) < self.min_chars:
             return False
         if self.exclude is not None and self.exclude.search(text):
-            return False
+            return self._last_clause_asks(text)
         return self.pattern.search(text) is not None
+
+    def _last_clause_asks(self, text: str) -> bool:
+        if self.final_request is None or self.exclude is None:
+            return False
+        clauses = [part for part in CLAUSE_END.split(text) if part.strip()]
+        if len(clauses) < 2:
+            return False
+        last = clauses[-1]
+        return (
+            self.final_request.search(last) is not None
+            and self.pattern.search(last) is not None
+            and self.exclude.search(last) is None
+        )
 
 
 def _r(p: str) -> re.Pattern[str]:
     return re.compile(p, re.I | re.S)
+
+
+# where a clause ends: a long message states its request in its last clause
+CLAUSE_END = re.compile(r"[。！？!?\n，,；;]+|\.(?:\s|$)")
+# the request names one of Summer's own sessions: 一對一諮詢, "a session with you"
+SUMMERS_SESSION = _r(
+    r"一對一|1對1|(?:跟|和|找)(?:妳|你|summer)(?:約|諮詢|談)|(?:預約|報名|約)(?:一下|一次)?(?:職涯)?諮詢"
+    r"|\b(?:session|call|consultation|coaching)s? with (?:you|u|summer)\b|\b(?:your|a coaching) (?:session|consultation)s?\b"
+)
 
 
 # --- small talk: a message made only of these tokens (and fillers) is a greeting ----------------------
@@ -87,24 +113,44 @@ def _smalltalk(first: str) -> re.Pattern[str]:
 # --- documents and request verbs --------------------------------------------------------------------
 
 _DOC_ZH = (
-    r"履歷|履力|履厲|履立|簡歷|cv|resume|自傳|自我推薦信|自薦信|求職信|轉職信|cover ?letter"
+    r"履歷|履力|履厲|履立|簡歷|(?<![a-z])(?:cv|resume)(?![a-z])|自傳|自我推薦信|自薦信|求職信|轉職信|cover ?letter"
     r"|linkedin\s?的?\s?(?:about|簡介|摘要|自介|headline|summary|profile|個人檔案)"
+    # a job site's self-introduction: 「104 的自我介紹」, 「一段自我介紹要放在 104 上」
+    r"|(?:104|1111|518|yourator|cake ?resume)\s?(?:上的|上|的)?\s?(?:自我介紹|自介|簡介)"
+    r"|(?:自我介紹|自介)[^。，,]{0,6}(?:104|1111|518|yourator|cake ?resume)"
 )
 # a job-site profile counts as the user's document («rewrite my linkedin summary»)
 _DOC_EN = r"resume|résumé|resme|resum|cv|cover letter|linkedin (?:summary|profile|headline|about)"
 
 # --- words used about something else: vetoes for the booking rules --------------------------------------
 
+# a personal service or a meal booked (a haircut, nails, a massage, a table for dinner): an errand
+_ERRAND_ZH = r"(?:剪|燙|染|洗|護)頭?髮|洗頭|髮廊|美髮|美容院|美甲|按摩|洗牙|訂位|燒肉|火鍋|吃到飽|牛排|壽司|居酒屋|包廂|演唱會|音樂會|電影院|門票"
+
+# other people's resumes in the user's hands: screening applicants at work, helping at someone's request
+# (「主管叫我幫忙篩新人的履歷」, "my manager asked me to review the resumes"): a question about work
+_OTHERS_RESUMES = (
+    r"(?:叫|要|請|找|拜託)我(?:去)?幫|(?:幫忙|幫|負責|我要|要我|我在)(?:篩|過濾|審)"
+    r"|(?:新人|應徵者|求職者|候選人|面試者|應屆生們|部屬|下屬|學弟妹|別人|其他人|大家)的?(?:履歷|簡歷|cv|自傳)"
+    r"|\b(?:screen(?:ing)?|shortlist(?:ing)?) (?:the |these |all the |incoming |new )?(?:resumes|cvs|"
+    r"applicants|candidates|applications)\b|\b(?:candidates?|applicants?|new hires?|interns?|"
+    r"students?|friends?|coworkers?|colleagues?)'?s? (?:resumes?|cvs?|cover letters?)\b"
+    r"|\basked me to (?:review|check|look (?:at|over|through)|go through|read)\b"
+)
 # a job interview, any round (面試, 二面, 複試, 終面 …): its time slot or its date is a career question
 _INTERVIEW_ZH = r"(?<!模擬)面試|[一二三四五終初複]面|複試|初試|筆試|口試|面談(?!.{0,4}(?:summer|妳|你))"
 # booking for someone or something else: the boss's meeting room, a client visit, a clinic, a restaurant
 _OTHERS_BOOKING_ZH = (
     r"(?:幫|替|給)(?:我的)?(?:主管|老闆|長官|客戶|同事|他|她|別人|家人|媽媽|爸爸|老公|老婆|小孩)"
     r"|(?:預約|約)(?:了)?(?:會議室|拜訪|場地|餐廳|門診|掛號|醫生|牙醫|會議|客戶|訪談|參訪)"
-    r"|(?:會議室|門診|餐廳|牙醫|健身房|醫院|診所|健檢|體檢|看診)"
+    r"|(?:會議室|門診|餐廳|牙醫|健身房|醫院|診所|(?<!履歷|簡歷|履力|履立)健檢|體檢|看診)"
+    # a personal service or a meal: 剪頭髮, 美甲, 燒肉 (「我想剪頭髮 幫我約週日下午」)
+    rf"|{_ERRAND_ZH}"
     # a family member or a client booking for themselves: 「我媽要預約…」, 「客人臨時取消預約」
     r"|我的?(?:媽|爸|妹|弟|姊|姐|哥|老公|老婆|男友|女友|兒子|女兒)(?:媽|爸)?(?:要|想|在|說要)(?:預約|約)"
     r"|(?:客人|客戶|個案|學員|病人)[^。，,]{0,6}(?:取消|預約|改期|改時間|約)"
+    # a workplace one-to-one: 「跟主管的一對一改到週五」
+    r"|(?:主管|老闆|經理|部屬|下屬|同事|組員)[^。，,]{0,4}(?:一對一|1對1|1:1)"
 )
 # someone else asking the user (「主管問我你禮拜六有空嗎」, 「HR 問我怎麼約你」): their question, not a booking
 _ASKED_BY_OTHERS_ZH = r"(?:hr|人資|主管|老闆|長官|客戶|同事|獵頭|面試官|朋友|他|她)[^。，,]{0,6}問(?:我|說)"
@@ -112,6 +158,8 @@ _ASKED_BY_OTHERS_ZH = r"(?:hr|人資|主管|老闆|長官|客戶|同事|獵頭|�
 # counselling programme (EAP)
 _SOMEONE_ELSES_COUNSELLING = (
     r"諮詢師|心理諮商|心理諮詢|法律諮詢|律師|勞工局|就業服務|就服站|員工|公司(?:的|有|提供)|eap|協助方案"
+    # a school's careers office
+    r"|學校|校內|職涯中心|就業輔導|輔導室|輔導中心|學生諮商"
 )
 # English: a job interview (a mock interview with Summer is hers), or an appointment for someone else
 _OTHERS_EN = (

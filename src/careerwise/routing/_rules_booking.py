@@ -14,6 +14,7 @@ from careerwise.routing._rule_base import (
     _OTHERS_BOOKING_ZH,
     _OTHERS_EN,
     _SOMEONE_ELSES_COUNSELLING,
+    SUMMERS_SESSION,
     Rule,
     _r,
 )
@@ -28,6 +29,12 @@ BOOKING_RULES: tuple[Rule, ...] = (
             # asking for Summer herself, whether she can still be booked, or a time named for her
             r"|(?:怎麼|如何|想|要|可以|能|我想)約(?:到)?(?:妳|你|summer)|約得到|約的到|還(?:能|可以)約"
             r"|幫我約(?:在)?(?:這|下|本)?(?:週|禮拜|星期)[一二三四五六日天末]?|幫我約(?:明天|後天)"
+            # signing up with words between: 「報名履歷健檢的一對一諮詢」; asking how: 「一對一諮詢要怎麼報名」
+            r"|(?:報名|預約|安排)[^。，,?？]{0,8}(?:一對一|1對1)?(?:職涯)?諮詢"
+            r"|(?:諮詢|一對一|1對1)[^。，,?？]{0,4}(?:要)?(?:怎麼|如何|在哪裡?)(?:報名|預約|約)"
+            # a time held for the user: 「可以幫我保留禮拜五下午的位子嗎」
+            r"|(?:保留|留|卡)(?:一個|個)?[^。，,?？]{0,10}(?:週|禮拜|星期|明天|後天|早上|上午|下午|晚上)[^。，,?？]{0,6}"
+            r"(?:位子|位置|時段|名額|空檔)"
         ),
         "asks to book a consultation (預約, 約一對一, 報名諮詢)",
         (
@@ -40,6 +47,9 @@ BOOKING_RULES: tuple[Rule, ...] = (
             "下個月還約得到嗎",
             "幫我約禮拜五早上十點",
             "想替我弟約一次職涯諮詢",
+            "想報名下個月的職涯諮詢",
+            "一對一諮詢在哪裡報名",
+            "可以先幫我留下週三晚上的時段嗎",
         ),
         # booking for someone else or something else (a boss's meeting room, a client visit, a clinic,
         # a family member's check-up, a job interview), or someone else's counselling (an employer's
@@ -47,6 +57,8 @@ BOOKING_RULES: tuple[Rule, ...] = (
         exclude=_r(
             rf"{_OTHERS_BOOKING_ZH}|{_INTERVIEW_ZH}|{_SOMEONE_ELSES_COUNSELLING}|{_ASKED_BY_OTHERS_ZH}"
         ),
+        # a story of failed interviews that ends by asking for one of Summer's sessions is a booking
+        final_request=SUMMERS_SESSION,
     ),
     Rule(
         "booking.zh.change",
@@ -54,11 +66,21 @@ BOOKING_RULES: tuple[Rule, ...] = (
         # 取銷: the usual typo of 取消
         _r(
             r"取[消銷][^，,。?？]{0,6}(?:預約|諮詢)|改期|改時間|換時段|(?:諮詢|預約).{0,8}(?:延後|改期|改時間|取[消銷])"
+            # moved to a day named: 「下週四的諮詢我要加班，可以改到週六嗎」
+            r"|(?:諮詢|預約|一對一)[^。]{0,16}(?:改|換|挪|延)(?:到|成|在)(?:這|下|本)?"
+            r"(?:週|禮拜|星期|明天|後天|早上|上午|下午|晚上|\d)"
         ),
         "changes or cancels a booking",
-        ("取消我的諮詢", "可以改期嗎", "明天的諮詢可以延後嗎", "明天的諮詢想取銷"),
-        # a job interview's date (面試, 二面, 複試 …), a membership or a subscription is not a session
-        exclude=_r(rf"{_INTERVIEW_ZH}|{_OTHERS_BOOKING_ZH}|會員|訂閱|健身房"),
+        (
+            "取消我的諮詢",
+            "可以改期嗎",
+            "明天的諮詢可以延後嗎",
+            "明天的諮詢想取銷",
+            "禮拜二的諮詢可以挪到禮拜四嗎",
+        ),
+        # a job interview's date (面試, 二面, 複試 …), a membership or a subscription, someone else's
+        # counselling is not a session
+        exclude=_r(rf"{_INTERVIEW_ZH}|{_OTHERS_BOOKING_ZH}|{_SOMEONE_ELSES_COUNSELLING}|會員|訂閱|健身房"),
     ),
     Rule(
         "booking.zh.price",
@@ -262,6 +284,12 @@ BOOKING_RULES: tuple[Rule, ...] = (
             # the language of a session; a booking whose confirmation does not match
             r"|\b(?:sessions?|consultations?|coaching|calls?)\b.{0,10}\bin (?:chinese|english|mandarin|taiwanese)\b"
             r"|\bi (?:booked|reserved|paid for)\b.{0,60}\b(?:confirmation|reminder|calendar invite)\b"
+            # when sessions are held: "do you do sessions on saturday mornings?"
+            r"|\b(?:do|can|could) (?:you|u|we)\b.{0,20}\b(?:sessions?|calls?|consultations?|coaching)\b.{0,12}"
+            r"\b(?:on |at )?(?:weekends?|saturdays?|sundays?|mondays?|tuesdays?|wednesdays?|thursdays?|fridays?|"
+            r"evenings?|mornings?|afternoons?|nights?|lunch)\b"
+            # arriving late for it: "running 10 min late for our call"
+            r"|\blate\b.{0,12}\b(?:for|to) (?:our|my|the|your) (?:session|call|consultation|appointment)\b"
         ),
         "asks about the sessions themselves: payment state, refunds, format, what to bring, length",
         (
@@ -273,10 +301,14 @@ BOOKING_RULES: tuple[Rule, ...] = (
             "how long does a session last",
             "can we do the call in mandarin",
             "I reserved monday 10am but the reminder says tuesday",
+            "can we do the coaching call on a sunday",
+            "gonna be a few minutes late to our session",
         ),
         exclude=_r(
             rf"{_OTHERS_EN}|\b(?:gym|therapy|therapist|trainer|yoga|pilates|dentist|doctor|class(?:es)?|course)\b"
             r"|\b(?:flight|hotel|airbnb|table|tickets?|concert|train|bus|car|tour|hostel)\b"
+            # a call or a session at work: with a client, for the boss, the team's
+            r"|\b(?:boss|manager|supervisor|clients?|customers?|coworkers?|colleagues?|team|recruiter|hr)\b"
         ),
     ),
     Rule(
@@ -285,10 +317,24 @@ BOOKING_RULES: tuple[Rule, ...] = (
         _r(
             r"\b(?:are you|is summer) (?:free|available)\b|\byour (?:availability|calendar)\b"
             r"|\b(?:available|open) (?:slots?|times?|sessions?)\b|\bwhat times are (?:available|open)\b"
+            # "is there still availability on thursday?", "what time slots are available next week"
+            r"|\b(?:is there|are there|any|do you have|still have) (?:still |any )?(?:availability|slots?|spots?)\b"
+            r"|\b(?:time )?slots? (?:are |is )?(?:still )?(?:available|open|free)\b"
         ),
         "asks when Summer is free",
-        ("are you free next tuesday?", "what times are available this week"),
-        # someone else asking the user (a boss: "are you free this weekend?"), an interview's slots
-        exclude=_r(rf"\b(?:boss|manager|recruiter|hr|coworker|colleague|client|team lead)\b|{_OTHERS_EN}"),
+        (
+            "are you free next tuesday?",
+            "what times are available this week",
+            "any availability next monday",
+            "which time slots are still open",
+        ),
+        # someone else asking the user (a boss: "are you free this weekend?"), an interview's slots, the
+        # places of a course, an exam, a job or an outing
+        exclude=_r(
+            rf"\b(?:boss|manager|recruiter|hr|coworker|colleague|client|team lead)\b|{_OTHERS_EN}"
+            r"|\b(?:class(?:es)?|course|bootcamp|workshop|exam|test|gym|flight|hotel|tickets?|concert|program(?:me)?"
+            r"|school|university|internships?|jobs?|positions?|roles?|openings?|office|department|company|team"
+            r"|headcount)\b"
+        ),
     ),
 )

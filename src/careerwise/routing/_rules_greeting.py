@@ -6,7 +6,23 @@ length, so a greeting in front of a question never makes the question a greeting
 
 from __future__ import annotations
 
-from careerwise.routing._rule_base import _ABOUT, _ACK, _BYE, _HELLO, _HOW, _THANKS, Rule, _smalltalk
+from careerwise.routing._rule_base import (
+    _ABOUT,
+    _ACK,
+    _BYE,
+    _CAREER_WORDS,
+    _HELLO,
+    _HOW,
+    _THANKS,
+    Rule,
+    _r,
+    _smalltalk,
+)
+
+# what may follow the closing thanks: an address, a particle, punctuation, an emoji
+_SEP_END = (
+    r"(?:\s*(?:summer|老師|你|妳|您|啦|喔|哦|囉|呀|啊|耶|唷|so much|a lot|again|[~!.。！～…]|[🙂😊🙏❤️]))*\s*"
+)
 
 GREETING_RULES: tuple[Rule, ...] = (
     Rule(
@@ -56,5 +72,23 @@ GREETING_RULES: tuple[Rule, ...] = (
             "你平常喜歡喝茶嗎",
         ),
         max_units=14,
+    ),
+    Rule(
+        "greet.thanks_after",
+        "greeting",
+        # a message that ends in thanks and asks nothing: how the talk helped, then the thanks
+        _r(
+            r"^(?!.*(?:[?？]|嗎|呢|怎麼|如何|什麼|幫|請(?!問)|麻煩|給我|我想|我要|想要|想問|可以|能不能|要不要"
+            r"|\b(?:can|could|would|how|what|should|please|pls|plz|i'?d like|i want|i need|give me|send me|write|"
+            r"tell me|help me|show me|find me)\b"
+            # a day or a time, the answer to a question about a booking («下週一下午 謝謝»)
+            r"|週|禮拜|星期|明天|後天|早上|上午|下午|晚上|\d|\b(?:mondays?|tuesdays?|wednesdays?|thursdays?|fridays?|"
+            r"saturdays?|sundays?|tomorrow|tonight|morning|afternoon|evening|am|pm)\b))"
+            rf".{{4,}}(?:{_THANKS})(?:{_SEP_END})$"
+        ),
+        "a few words on how the talk went, ending in thanks, asking nothing and without a word of work",
+        ("剛剛聊完心情好多了，真的謝謝妳", "that really helped me calm down, thank you!"),
+        max_units=40,
+        exclude=_r(_CAREER_WORDS),
     ),
 )

@@ -7,7 +7,7 @@ errands' words, so these rules see them.
 
 from __future__ import annotations
 
-from careerwise.routing._rule_base import _CAREER_WORDS, _CODE, Rule, _r
+from careerwise.routing._rule_base import _CAREER_WORDS, _CODE, _ERRAND_ZH, Rule, _r
 
 OFFTOPIC_RULES: tuple[Rule, ...] = (
     Rule(
@@ -27,6 +27,8 @@ OFFTOPIC_RULES: tuple[Rule, ...] = (
             r"|(?:貓|狗|倉鼠|兔子|寵物)(?:咪|狗)?(?:一直|可以|能|會|吃|吐|生病)"
             r"|(?:發燒|感冒|喉嚨痛|拉肚子)[^。]{0,10}(?:怎麼辦|吃什麼|要不要|嗎|掛)"
             r"|數學題|方程式|微積分|國小[一二三四五六]?年級|時速多少|(?:弟|妹|小孩|兒子|女兒)的?[^。，,]{0,4}(?:作業|功課)"
+            # homework of one's own: a book report, an essay, an assignment due
+            r"|讀後感|觀後感|(?:寫|交)(?:一篇)?[^。，,]{0,6}作文|(?:作業|功課)[^。，,]{0,4}(?:要交|明天交|寫不完|趕不完)"
             r"|(?=.*[\u3400-\u9fff])[a-z]+(?:error|exception)\b"  # a programming error, asked in Chinese
             rf"|(?=.*[\u3400-\u9fff])(?:{_CODE})"  # a question about code, asked in Chinese
             r"|(?:晚餐|午餐|早餐|宵夜)(?:要)?(?:煮|吃)什麼"
@@ -45,6 +47,7 @@ OFFTOPIC_RULES: tuple[Rule, ...] = (
             "日圓匯率現在多少",
             "我家貓一直吐怎麼辦",
             "Python 出現 KeyError 是什麼意思",
+            "幫我寫三百字的觀後感，電影是《鐵達尼號》",
         ),
         exclude=_r(_CAREER_WORDS),
     ),
@@ -90,10 +93,23 @@ OFFTOPIC_RULES: tuple[Rule, ...] = (
             r"(?:牙醫|門診|醫生|看診|掛號|健檢|體檢|醫院|診所|餐廳|位子|訂位|剪髮|剪頭髮|美髮|美甲|按摩|健身房|機票|飯店|民宿|高鐵|火車票|電影票)"
             r"|(?:netflix|youtube|spotify|disney|apple music|kkbox|line music)[^，,。]{0,12}(?:會員|訂閱|premium)"
             r"|(?:會員|訂閱)[^，,。]{0,6}(?:取消|退訂|退費|續約)|(?:取消|退訂)[^，,。]{0,6}(?:會員|訂閱)"
+            # a personal service or a meal with a booking word on either side: 「我想剪頭髮 幫我約週日下午」
+            # (not a trade: 美甲師, 證照, 開店 are a career's words)
+            rf"|^(?!.*(?:師|證照|學徒|開店|加盟))(?=.*(?:{_ERRAND_ZH}))"
+            r"(?=.*(?:預約|預訂|訂位|(?:幫我|我想|想|要)約|約(?:在)?(?:這|下|本)?(?:週|禮拜|星期|明天|後天|今天|今晚)"
+            r"|訂(?:[一二三四五六七八九十兩\d]|今|明|週|禮拜|星期|下)))"
+            # a table for a number of people: 「幫我訂週六晚上四個人的」 (not an order, 訂單)
+            r"|(?:訂(?![單閱定正製])|預訂|訂位)[^。，,?？]{0,12}(?:[一二三四五六七八九十兩]|\d+)\s?(?:個人|位|人)"
         ),
         "books or cancels something that is not a session with Summer: a table, a doctor, a haircut, a "
         "ticket, a streaming or gym membership",
-        ("幫我訂週五晚上的餐廳", "我想預約下週的牙醫", "Netflix 會員要怎麼取消"),
+        (
+            "幫我訂週五晚上的餐廳",
+            "我想預約下週的牙醫",
+            "Netflix 會員要怎麼取消",
+            "想去染髮 幫我約禮拜六早上",
+            "幫我訂明天中午六個人的位子",
+        ),
         exclude=_r(_CAREER_WORDS),
     ),
     Rule(

@@ -415,7 +415,8 @@ class CascadeRouter:
                 **layer2,
             )
         # The vetoes bind the LLM too: its booking answer on a message about a job interview, someone
-        # else's appointment or a membership, or its off-topic answer on a message with a word of work,
+        # else's appointment or a membership, its resume answer on other people's resumes or a general
+        # question about a document's length, or its off-topic answer on a message with a word of work,
         # is career (the default when unsure), as layer 2 is not sure there either (a small model reads
         # "book" and "cancel" as booking)
         llm_veto = vetoed(result.intent, message)

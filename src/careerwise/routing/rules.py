@@ -13,14 +13,15 @@ layers 2 and 3.
 
 from __future__ import annotations
 
-import re
-
 from careerwise.routing._rule_base import (
     _CAREER_WORDS,
     _INTERVIEW_ZH,
     _OTHERS_BOOKING_ZH,
     _OTHERS_EN,
+    _OTHERS_RESUMES,
     _SOMEONE_ELSES_COUNSELLING,
+    CLAUSE_END,
+    SUMMERS_SESSION,
     Rule,
     _r,
 )
@@ -46,11 +47,6 @@ _BOOKING_VETO = _r(
 )
 
 _MOCK_INTERVIEW = _r(r"模擬面試|\bmock interviews?\b")
-# the request names one of Summer's own sessions: 一對一諮詢, "a session with you"
-_SUMMERS_SESSION = _r(
-    r"一對一|1對1|(?:跟|和|找)(?:妳|你|summer)(?:約|諮詢|談)|(?:預約|報名|約)(?:一下|一次)?(?:職涯)?諮詢"
-    r"|\b(?:session|call|consultation|coaching)s? with (?:you|u|summer)\b|\b(?:your|a coaching) (?:session|consultation)s?\b"
-)
 # a general question about a document's length (「履歷要寫幾頁？」, "is a two-page resume too long"): career,
 # unless the message asks for something to be done to the user's own document (「可以幫我精簡嗎」)
 _DOC_LENGTH = _r(
@@ -63,16 +59,16 @@ _DOC_REQUEST = _r(
     r"幫|替我|請你|可以.{0,4}(?:看|改|刪|精簡|縮)|以下是|附上|\b(?:help|review|check|look at|look over|fix|"
     r"rewrite|shorten|cut|trim|edit|proofread|here'?s my|attached)\b"
 )
-_CLAUSE_END = re.compile(r"[。！？!?\n，,；;]+|\.(?:\s|$)")
 _CAREER = _r(_CAREER_WORDS)
+_OTHERS_RESUMES_RE = _r(_OTHERS_RESUMES)
 
 
 def vetoed(intent: str, message: str) -> str | None:
     """Why a model (layer 2, or the LLM) must not be taken at its word for ``intent`` on ``message``,
     or None: the words the booking rules veto for booking, a word of work or careers for off-topic (the
-    off-topic rules' veto: a career question wins over whatever else it asks), a question about a
-    document's length without a request to work on the user's own for resume (「履歷要寫幾頁？」 is
-    career).
+    off-topic rules' veto: a career question wins over whatever else it asks), for resume other people's
+    resumes in the user's hands (screening applicants at work) or a question about a document's length
+    without a request to work on the user's own (「履歷要寫幾頁？」 is career).
 
     A booking stays un-vetoed for a mock interview (one of Summer's sessions) and for a message whose
     last clause, where a long message states its request, asks for one of Summer's sessions without a
@@ -83,6 +79,9 @@ def vetoed(intent: str, message: str) -> str | None:
         found = _CAREER.search(text)
         return found.group(0) if found else None
     if intent == "resume":
+        others = _OTHERS_RESUMES_RE.search(text)
+        if others is not None:
+            return others.group(0)
         found = _DOC_LENGTH.search(text)
         return found.group(0) if found and not _DOC_REQUEST.search(text) else None
     if intent != "booking" or _MOCK_INTERVIEW.search(text):
@@ -90,9 +89,9 @@ def vetoed(intent: str, message: str) -> str | None:
     found = _BOOKING_VETO.search(text)
     if found is None:
         return None
-    clauses = [part for part in _CLAUSE_END.split(text) if part.strip()]
+    clauses = [part for part in CLAUSE_END.split(text) if part.strip()]
     last = clauses[-1] if clauses else text
-    if len(clauses) > 1 and _SUMMERS_SESSION.search(last) and not _BOOKING_VETO.search(last):
+    if len(clauses) > 1 and SUMMERS_SESSION.search(last) and not _BOOKING_VETO.search(last):
         return None
     return found.group(0)
 

@@ -72,16 +72,21 @@ _DECISION_ZH: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         (
             "兩難",
             r"猶豫|掙扎|兩難|糾結|拿不定|難以抉擇|難抉擇|取捨|不知道(?:該)?(?:怎麼)?(?:選|決定)"
-            r"|拉扯|天人交戰|舉棋不定|左右為難",
+            r"|拉扯|天人交戰|舉棋不定|左右為難|難選|選不出|(?:很|好|真的)難(?:決定|抉擇)|決定不了|下不了決定",
         ),
         # two options named side by side: 兩個 offer, 一個是…一個是…, 同時拿到, 兩邊都…
         (
             "兩個選項",
-            r"(?:兩|2)\s?(?:個|份|家|間)\s?(?:offer|工作|選擇|機會|職缺)|一個是.{1,30}一個是|兩邊(?:都|薪水|條件)"
+            r"(?:兩|2)\s?(?:個|份|家|間)\s?(?:offer|工作|選擇|機會|職缺)|一(?:個|家|間|份)是.{1,30}一(?:個|家|間|份)是"
+            r"|兩邊(?:都|薪水|條件)|(?<![a-z])A\s?(?:公司|家|社|方案)[^。]{1,40}(?<![a-z])B\s?(?:公司|家|社|方案)"
             r"|兩個都(?:很)?(?:想|不錯|好)|(?:兩|2)(?:家|間|個)都(?:錄取|上了|給)|一(?:家|間)[^。，,]{1,12}一(?:家|間)|同時(?:拿到|錄取|上了|收到)|(?:offer|錄取)[^。]{0,30}(?:跟|和|同時)[^。]{0,20}(?:offer|錄取|正職|約聘)",
         ),
         # someone else wants one step, the writer another: 我媽叫我考公職 我自己想去當設計師
-        ("別人要我…", r"(?:叫我|要我|找我|希望我|逼我)[^。]{0,24}(?:我)?(?:自己|其實)(?:比較|一直|很)?想"),
+        (
+            "別人要我…",
+            r"(?:叫我|要我|找我|希望我|逼我)[^。]{0,24}(?:我)?(?:自己|其實)(?:比較|一直|很)?想"
+            r"|(?:叫我|要我|希望我|逼我)(?:回去|回家|去|接|考|轉|換|留)[^。]{0,24}(?:但|可是|不過)(?:我|自己)",
+        ),
         # a step weighed by what follows it: 不去的話…, 現在走的話…嗎, 是時候閃了吧, 這個時機 ok 嗎
         (
             "…的話",
@@ -93,6 +98,7 @@ _DECISION_ZH: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
             "這步…嗎",
             r"(?:反悔|毀約|違約|回頭|回鍋|跳槽|提離職|遞辭呈)[^。]{0,10}(?:會不會|是不是|好像|嗎)"
             r"|是不是在賭|賭一把|(?:簽|接|答應)下去[^。]{0,8}(?:虧|後悔|吃虧)"
+            r"|(?:離職|辭職|跳槽|換工作|轉職|轉行|走人)(?:很|好|太|會|有點)?(?:虧|吃虧|可惜|划不來|不值)(?:吧|嗎|耶|啊)"
             r"|直接不(?:來|去)(?:了|上班)|閃了吧",
         ),
         # staying and leaving both on the table: 留下來… 自願離職…
@@ -105,28 +111,38 @@ _DECISION_ZH: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
 # or an appeal for a judgement, in a message long enough to tell a situation. A feeling alone (a vent
 # about a bad day) names no step and stays medium.
 _STEP_WORDS = re.compile(
-    r"offer|錄取|職缺|離職|辭職|休學|轉職|轉行|轉做|轉去|跳槽|外派|挖角|調(?:我)?去|報到|留下|創業|開店|直升"
-    r"|公職|正職|約聘|換工作|卡位|自願離職|去做|去當|辭掉|外面有(?:間|家|個)|另一(?:間|家|個)"
-    r"|\boffers?\b|\b(?:quit(?:ting)?|leav(?:e|ing)|career break|sabbatical|gap year|resign(?:ing)?|relocat(?:e|ing))\b",
+    r"offer|錄取|職缺|離職|辭職|休學|轉職|轉行|轉做|轉去|跳槽|外派|挖角|調(?:我)?(?:過)?去|報到|留下|創業|開店|直升"
+    r"|公職|正職|約聘|換工作|卡位|自願離職|去做|去當|辭掉|外面有(?:間|家|個)|另一(?:間|家|個)|獵頭|新創"
+    # a step someone offers the writer or asks of them: 找我去, 升我當, 把我調過去, 希望我回去接手
+    r"|(?:找|挖|邀|請|升|調|派)我(?:去|過去|加入|當|做|到)|把我調|(?:希望|要|叫|逼)我(?:回去|回家|去|接|考|轉|換|留)"
+    r"|\boffer(?:s|ed)?\b|\bco-?found|\b(?:quit(?:ting)?|leav(?:e|ing)|career break|sabbatical|gap year|resign(?:ing)?|relocat(?:e|ing))\b",
     re.I,
 )
 _WEIGHED = re.compile(
     r"心很亂|好亂|很亂|亂了|迷惘|迷茫|徬徨|睡不著|捨不得|好痛苦|很痛苦|心癢|(?:很|好|有點|其實很)怕|害怕|不甘心"
-    r"|沒面子|虧很大|焦慮|不知所措|卡在這|前景不明"
+    r"|沒面子|虧很大|焦慮|不知所措|卡在這|前景不明|(?:又|也|但|卻)怕|抗拒|不(?:知道|曉得)(?:該)?怎麼辦"
     # an obstacle the writer weighs: age, the family, or a plea after a "but"
     r"|已經\s?(?:\d+|[二三四五]十\S?)\s?歲?了|(?:但|可是|不過)[^。]{0,16}(?:老婆|太太|老公|女友|男友|小孩|家人|爸媽|家裡)"
     r"|想[^。]{0,16}(?:但|可是|不過)[^。]{0,24}怎麼辦"
     r"|幫我(?:想想|想一下|分析|評估|出主意)|想聽聽(?:你|妳)的?(?:看法|意見|建議)|可以考慮嗎|(?:你|妳)會怎麼做"
     r"|\bscares? me\b|\bterrif(?:ies|ied|ying)\b|\b(?:scared|afraid)\b|\bfreaking out\b|\bhelp me think\b|\bgut (?:says|tells)\b"
     r"|\bsure thing\b|\bsafe (?:bet|option|choice|route)\b|\bon paper\b|\bsucker\b"
+    r"|\b(?:not sure|unsure|don'?t know|no idea) what to do\b"
     r"|\b(?:everyone|people|my (?:parents|family|friends)) (?:says?|tells? me|wants? me) (?:to )?(?:take|stay|leave|go|accept)\b",
+    re.I,
+)
+# the writer's own wish set against the step with a "but": 可是我只想…, 但我其實比較想…, "but I love …"
+_WISH_AGAINST = re.compile(
+    r"(?:但|可是|不過|卻)(?:我)?(?:其實|真的|自己)?(?:只|比較|更|還是|一直)(?:想|喜歡|愛)"
+    r"|\bbut i (?:really )?(?:love|prefer|(?:would )?rather|want to|enjoy)\b",
     re.I,
 )
 _SITUATION_MIN_UNITS = 12
 # a practical question (how, what, how much) about a step is not a decision, whatever it feels like:
 # 「離職後勞健保要怎麼接 我有點焦慮」 asks how, not whether
 _HOW_TO = re.compile(
-    r"怎麼(?!辦)|怎樣|如何|什麼|哪些|多少|\b(?:how (?:do|can|should|to)|what (?:should|do|is|are))\b", re.I
+    r"怎麼(?!辦)|怎樣|如何|什麼|哪些|多少|從哪(?:裡)?(?:開始|下手|著手)|\b(?:how (?:do|can|should|to)|what (?:should|do|is|are))\b",
+    re.I,
 )
 
 _WH = re.compile(r"\b(?:what|how|when|where|who|why)\b", re.I)
@@ -153,7 +169,8 @@ _DECISION_EN: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         (
             "a trade-off",
             r"\bon the fence\b|\bdilemma\b|\btrade-?offs?\b|\bcan'?t decide\b|\bcannot decide\b"
-            r"|\bundecided\b|\bsecond thoughts\b|\bweighing (?:up )?(?:an? |the |two |my )?(?:offers?|options?)\b",
+            r"|\bundecided\b|\bsecond thoughts\b|\bweighing (?:up )?(?:an? |the |two |my )?(?:offers?|options?)\b"
+            r"|\b(?:keep|kept|keeps|been|i'?m|am) (?:going|flip-?flopping|switching) back and forth\b|\bflip-?flopping\b",
         ),
         (
             "torn between",
@@ -178,6 +195,17 @@ _DECISION_EN: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
             r"call(?:ing)? it quits|peac(?:e|ing) out)\b",
         ),
         ("do I take", r"\bdo (?:i|we) (?:take|accept|stay|leave|quit|go|stall|wait|hold out|decline)\b"),
+        # two offers named: "got offers from Shopee and a startup", "two job offers"
+        (
+            "two offers",
+            r"\b(?:two|2|both|multiple|a couple of) (?:job )?offers\b|\boffers from\b[^.!?]{1,40}\band\b",
+        ),
+        # leaving, felt as due: "feels like it's time to move on"
+        (
+            "time to move on",
+            r"\b(?:it'?s|it is|is it) (?:about )?time (?:for me )?to (?:move on|leave|go|quit|jump ship|look elsewhere|"
+            r"switch jobs|find (?:a new|another) job)\b",
+        ),
         ("A vs B", r"\b(?:vs\.?|versus)\s"),
     )
 )
@@ -190,11 +218,13 @@ _OR_ZH = re.compile(r"(?<![或者])或(?:是|者)?(?![許多少])\S")
 # an "or" that names no second option
 _OR_FILLER = re.compile(r"\bor (?:so|something|more|less|anything|whatever|two|three|a few)\b", re.I)
 _OPTIONS_MAX_UNITS = 14
+# a question that asks which of the options: 哪邊, 哪一個, 哪間
+_WHICH_ZH = re.compile(r"哪(?:一)?(?:邊|個|間|家|份|種|條)")
 
 # a comma between digits («2,400») is a thousands separator, not a clause break
 _CLAUSE_SPLIT = re.compile(r"[。!?；;，\n]|(?<!\d),|,(?!\d)|(?<=[a-z0-9)])\.(?:\s|$)", re.I)
 _ZH_MARKER = re.compile(
-    r"怎麼|怎樣|如何|什麼|啥|哪|(?<![了好這那])幾|多少|多久|多長|為什麼|嗎|呢|是不是|有沒有|會不會|能不能|可不可以|要不要|該不該"
+    r"怎麼|怎樣|如何|什麼|啥|哪|(?<![了好這那十百千])幾|多少|多久|多長|為什麼|嗎|呢|是不是|有沒有|會不會|能不能|可不可以|要不要|該不該"
 )
 _REPORTED = re.compile(r"被問|問我|問到|問了|問說|問過")
 _EN_QUESTION_START = re.compile(
@@ -254,7 +284,11 @@ def _decision(text: str, clauses: list[tuple[str, str]]) -> str | None:
         weighed = _WEIGHED.search(text)
         if weighed is not None:
             return f"a step weighed («{weighed.group(0)}»)"
-    for clause, end in clauses:
+        # a step against what the writer wants: «主管說要升我當組長，可是我只想寫 code»
+        wish = _WISH_AGAINST.search(text)
+        if wish is not None:
+            return f"a step against a wish («{wish.group(0)}»)"
+    for i, (clause, end) in enumerate(clauses):
         # "should I …" is a decision; "what should I …" / "how much notice should I …" is not
         for m in _SHOULD.finditer(clause):
             if not _WH.search(clause[: m.start()]):
@@ -262,8 +296,13 @@ def _decision(text: str, clauses: list[tuple[str, str]]) -> str | None:
         # "frontend or backend?": an "or" inside a question, or a short English message that names two
         # options ("Google or a startup for my first job")
         # 「去外商或留在本土公司？」: 或 between two options, inside a question (not 或許, 或多或少)
-        if HAN.search(clause) and _OR_ZH.search(clause) and _is_question(clause, end):
-            return "A或B？"
+        # or 或 in a clause followed by a question that asks which: 「外商或本土公司，哪邊比較有利？」
+        if HAN.search(clause) and _OR_ZH.search(clause):
+            following = clauses[i + 1] if i + 1 < len(clauses) else None
+            if _is_question(clause, end) or (
+                following is not None and _WHICH_ZH.search(following[0]) and _is_question(*following)
+            ):
+                return "A或B？"
         names_options = (
             not HAN.search(clause)
             and _OR_QUESTION.search(clause) is not None
