@@ -129,7 +129,8 @@ LEAN_ERRORS = (OSError, EOFError, TimeoutError, ValueError, asyncio.LimitOverrun
 framing); the burst records it on the sample, as it does httpx.HTTPError."""
 
 
-def _request_bytes(url: str, body: dict[str, object]) -> tuple[str, int, bytes]:
+def request_bytes(url: str, body: dict[str, object]) -> tuple[str, int, bytes]:
+    """(host, port, the bytes of a JSON POST to ``url``), for a client that writes to the socket itself."""
     parts = urlsplit(url)
     if parts.scheme != "http" or parts.hostname is None:
         raise ValueError(f"the lean client speaks plain http only, not {url!r}")
@@ -192,7 +193,7 @@ class _Body:
 
 async def lean_request(url: str, body: dict[str, object], lines: Lines, sample: Sample, t0: float) -> None:
     """One POST on its own connection, closed afterwards (as the httpx client without keep-alive)."""
-    host, port, request = _request_bytes(url, body)
+    host, port, request = request_bytes(url, body)
     async with asyncio.timeout(TIMEOUT_S):
         reader, writer = await asyncio.open_connection(host, port)
         try:

@@ -34,7 +34,8 @@ PASSWORD = "bench-password-123"
 ACCOUNTS = {"user": "bench-user@example.com", "admin": "bench-admin@example.com"}
 
 
-async def _accounts(data_dir: Path) -> None:
+async def accounts(data_dir: Path) -> None:
+    """The bench's user and administrator, in the database of ``data_dir``."""
     db = Database(f"sqlite+aiosqlite:///{data_dir / 'careerwise.db'}")
     try:
         await asyncio.to_thread(db.migrate)
@@ -49,7 +50,7 @@ def bookings() -> list[str]:
     defaults = Settings(_env_file=None)  # type: ignore[call-arg]
     held, per_day = defaults.bookings_held, defaults.bookings_per_day
     data_dir = data_dir_with_corpus()
-    asyncio.run(_accounts(data_dir))
+    asyncio.run(accounts(data_dir))
     slots = setup_database(f"sqlite+aiosqlite:///{data_dir / 'careerwise.db'}", n=ATTEMPTS)
     statuses: Counter[int] = Counter()
     codes: Counter[str] = Counter()
@@ -81,7 +82,7 @@ def bookings() -> list[str]:
 
 def schemathesis() -> list[str]:
     data_dir = data_dir_with_corpus()
-    asyncio.run(_accounts(data_dir))
+    asyncio.run(accounts(data_dir))
     env = {
         # the fuzzer signs up and logs in from one IP; the roles must be able to log in again
         "CAREERWISE_LOGIN_PER_MINUTE": "0",

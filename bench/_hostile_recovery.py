@@ -16,10 +16,6 @@ busy for the turn deadline + 60 s and each LINE message goes unanswered.
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import hmac
-import json
 import os
 import signal
 import sqlite3
@@ -28,37 +24,17 @@ import threading
 import time
 import uuid
 from pathlib import Path
-from typing import Any
 
 import httpx
 
 from bench._serve import data_dir_with_corpus, serve
-from bench.common import fake_llm, free_port, process, table
+from bench.common import fake_llm, process, table
+from tests.conftest import free_port
 from tests.fakes.fake_line import FakeLine
+from tests.integration.test_line_webhook import SECRET, TOKEN, message_event, post_events
 
-SECRET, TOKEN = "bench-line-secret", "bench-line-token"
 ROUNDS = 10
 WAIT_GUARD = 120.0  # how long an answer to the LINE message is waited for after a restart
-
-
-def _line_event(user: str, reply_token: str) -> dict[str, Any]:
-    return {
-        "type": "message",
-        "mode": "active",
-        "timestamp": int(time.time() * 1000),
-        "webhookEventId": uuid.uuid4().hex[:26].upper(),
-        "deliveryContext": {"isRedelivery": False},
-        "replyToken": reply_token,
-        "source": {"type": "user", "userId": user},
-        "message": {"type": "text", "id": uuid.uuid4().hex[:16], "text": "怎麼談薪水？"},
-    }
-
-
-def _post_line(client: httpx.Client, event: dict[str, Any]) -> int:
-    body = json.dumps({"destination": "U" + "0" * 32, "events": [event]}, ensure_ascii=False).encode()
-    sign = base64.b64encode(hmac.new(SECRET.encode(), body, hashlib.sha256).digest()).decode()
-    headers = {"X-Line-Signature": sign, "Content-Type": "application/json"}
-    return client.post("/line/webhook", content=body, headers=headers).status_code
 
 
 def _pending(data_dir: Path) -> int:
@@ -111,7 +87,7 @@ def _kill_mid_turn(url: str, pid: int, data_dir: Path, line: FakeLine, round_: i
     user, reply_token = "U" + uuid.uuid4().hex, f"bench-token-{round_}-{uuid.uuid4().hex[:8]}"
     with httpx.Client(base_url=url, timeout=60) as c:
         conversation = c.post("/api/conversations", json={"title": f"round {round_}"}).json()["id"]
-        if _post_line(c, _line_event(user, reply_token)) != 200:
+        if post_events(c, message_event(user=user, reply_token=reply_token)).status_code != 200:
             raise RuntimeError("the webhook did not take the LINE message")
     started = threading.Event()
     web = threading.Thread(target=_stream_until_first_text, args=(url, conversation, started), daemon=True)

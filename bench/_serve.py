@@ -14,8 +14,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from bench.common import ROOT, fake_llm, free_port, process
+from bench.common import ROOT, fake_llm, process
+from tests.conftest import free_port
 
 CACHE = ROOT / ".cache"
 
@@ -63,44 +65,43 @@ def corpus_db() -> Path:
         shutil.rmtree(data_dir, ignore_errors=True)
 
 
-def pg_corpus(server_url: str, name: str = "bench_corpus") -> str:
-    """A PostgreSQL database on ``server_url`` with the bundled corpus ingested (``careerwise ingest``,
-    about a minute), to be copied per run with ``CREATE DATABASE ... TEMPLATE``. Returns its name."""
+def pg_connect(url: str, dbname: str | None = None) -> Any:
+    """A psycopg connection in autocommit to ``url``'s server, on ``dbname`` (else ``url``'s database)."""
+    import psycopg
     from sqlalchemy.engine import make_url
 
-    _pg_admin(server_url, f"DROP DATABASE IF EXISTS {name}", f"CREATE DATABASE {name}")
+    u = make_url(url)
+    return psycopg.connect(
+        host=u.host, port=u.port, user=u.username, dbname=dbname or u.database, autocommit=True
+    )
+
+
+def pg_database(server_url: str, name: str, *, template: str | None = None) -> str:
+    """A fresh database ``name`` on ``server_url`` (a copy of ``template`` when given); returns its URL."""
+    from sqlalchemy.engine import make_url
+
+    with pg_connect(server_url, "postgres") as conn:  # our own fixed statements, no user input
+        conn.execute(f"DROP DATABASE IF EXISTS {name}")
+        conn.execute(f"CREATE DATABASE {name}" + (f" TEMPLATE {template}" if template else ""))
+    return make_url(server_url).set(database=name).render_as_string(hide_password=False)
+
+
+def pg_corpus(server_url: str, name: str = "bench_corpus") -> str:
+    """A PostgreSQL database on ``server_url`` with the bundled corpus ingested (``careerwise ingest``,
+    about a minute), to be copied per run with ``pg_database(..., template=name)``. Returns its name."""
+    url = pg_database(server_url, name)
     data_dir = Path(tempfile.mkdtemp(prefix="cw-bench-ingest-"))
     try:
-        url = make_url(server_url).set(database=name).render_as_string(hide_password=False)
         _ingest_corpus(data_dir, {"CAREERWISE_DATABASE_URL": url})
     finally:
         shutil.rmtree(data_dir, ignore_errors=True)
     return name
 
 
-def pg_copy(server_url: str, template: str, name: str) -> str:
-    """A fresh database ``name`` copied from ``template``; returns its URL."""
-    from sqlalchemy.engine import make_url
-
-    _pg_admin(server_url, f"DROP DATABASE IF EXISTS {name}", f"CREATE DATABASE {name} TEMPLATE {template}")
-    return make_url(server_url).set(database=name).render_as_string(hide_password=False)
-
-
-def _pg_admin(server_url: str, *statements: str) -> None:
-    import psycopg
-    from sqlalchemy.engine import make_url
-
-    u = make_url(server_url)
-    with psycopg.connect(
-        host=u.host, port=u.port, user=u.username, dbname="postgres", autocommit=True
-    ) as conn:
-        for statement in statements:
-            conn.execute(statement)  # our own fixed statements, no user input
-
-
-def data_dir_with_corpus() -> Path:
+def data_dir_with_corpus(corpus: Path | None = None) -> Path:
+    """A fresh data folder holding a copy of ``corpus`` (default: :func:`corpus_db`)."""
     data_dir = Path(tempfile.mkdtemp(prefix="cw-bench-"))
-    shutil.copy(corpus_db(), data_dir / "careerwise.db")
+    shutil.copy(corpus or corpus_db(), data_dir / "careerwise.db")
     return data_dir
 
 
@@ -153,8 +154,10 @@ class Memory:
     pss_mb: float  # shared pages divided among the processes sharing them: sums without double counting
 
 
-def _kb(path: Path, field: str) -> float:
-    for line in path.read_text().splitlines():
+def proc_kb(pid: int, field: str, file: str = "status") -> float:
+    """The ``field:`` line of /proc/<pid>/<file> in kB (nan when the kernel does not give it); raises
+    OSError when the process is gone."""
+    for line in Path(f"/proc/{pid}/{file}").read_text().splitlines():
         if line.startswith(field + ":"):
             return float(line.split()[1])
     return float("nan")
@@ -165,8 +168,7 @@ def memory(pid: int) -> list[Memory]:
     out = []
     for p in [pid, *descendants(pid)]:
         try:
-            rss = _kb(Path(f"/proc/{p}/status"), "VmRSS")
-            pss = _kb(Path(f"/proc/{p}/smaps_rollup"), "Pss")
+            rss, pss = proc_kb(p, "VmRSS"), proc_kb(p, "Pss", "smaps_rollup")
             cmd = Path(f"/proc/{p}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue  # it ended meanwhile
@@ -188,25 +190,6 @@ def cpu_seconds(pid: int) -> float:
             continue  # it ended meanwhile
         total += (int(fields[11]) + int(fields[12])) / tick  # utime, stime (fields 14 and 15)
     return total
-
-
-def pin(pid: int, cpus: set[int]) -> int:
-    """Keep ``pid``, its descendants and every thread of each on ``cpus`` (``os.sched_setaffinity`` works
-    on one thread: each is set; threads and processes started later inherit it). Returns how many threads
-    were set."""
-    done = 0
-    for p in [pid, *descendants(pid)]:
-        try:
-            tids = [int(t.name) for t in Path(f"/proc/{p}/task").iterdir()]
-        except OSError:
-            continue  # it ended meanwhile
-        for tid in tids:
-            try:
-                os.sched_setaffinity(tid, cpus)
-            except ProcessLookupError:
-                continue  # the thread ended meanwhile
-            done += 1
-    return done
 
 
 # ---------------------------------------------------------------- serving

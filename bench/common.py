@@ -1,9 +1,9 @@
-"""Shared benchmark plumbing: free ports, subprocesses that wait until they answer, percentiles."""
+"""Shared benchmark plumbing: subprocesses that wait until they answer, the fake provider's command,
+percentiles and tables (a free port is tests/conftest.py's ``free_port``)."""
 
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -14,12 +14,6 @@ from pathlib import Path
 import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @contextmanager
@@ -74,35 +68,16 @@ def process(
             log_file.close()
 
 
-def fake_llm(port: int, *, mode: str, first_token_delay: float, delay: float) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "tests.fakes.fake_llm",
-        "--port",
-        str(port),
-        "--mode",
-        mode,
-        "--first-token-delay",
-        str(first_token_delay),
-        "--delay",
-        str(delay),
-    ]
-
-
-def lean_fake(port: int, *, first_token_delay: float, delay: float) -> list[str]:
-    """bench/_leanfake.py: the fake's text-mode stream on plain asyncio, a fraction of its CPU."""
-    return [
-        sys.executable,
-        "-m",
-        "bench._leanfake",
-        "--port",
-        str(port),
-        "--first-token-delay",
-        str(first_token_delay),
-        "--delay",
-        str(delay),
-    ]
+def fake_llm(
+    port: int, *, mode: str, first_token_delay: float, delay: float, lean: bool = False
+) -> list[str]:
+    """The command that serves the fake provider on ``port``: tests/fakes/fake_llm.py, or with ``lean``
+    bench/_leanfake.py (the fake's text mode on plain asyncio, a fraction of its CPU)."""
+    if lean and mode != "text":
+        raise ValueError("the lean fake serves text mode only")
+    module = ["bench._leanfake"] if lean else ["tests.fakes.fake_llm", "--mode", mode]
+    timing = ["--first-token-delay", str(first_token_delay), "--delay", str(delay)]
+    return [sys.executable, "-m", *module, "--port", str(port), *timing]
 
 
 def pct(values: Sequence[float], q: float) -> float:

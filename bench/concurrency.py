@@ -43,24 +43,21 @@ import httpx
 
 from bench import _plots
 from bench._burstclient import GUARD, LEAN_ERRORS, Sample, httpx_request, lean_request, lines_for
-from bench._serve import Memory, cpu_seconds, data_dir_with_corpus, memory, pg_copy, pg_corpus, serve
-from bench.common import free_port, lean_fake, pct, process, table
+from bench._serve import Memory, cpu_seconds, data_dir_with_corpus, memory, pg_corpus, pg_database, serve
+from bench.common import fake_llm, pct, process, table
+from tests.conftest import free_port
 
 FIRST_TOKEN = 0.50
 INTER_CHUNK = 0.02
-# The issue's burst: 200 streams opened evenly over 2 s. ``BENCH_CONCURRENCY_REQUESTS`` changes the count
-# (the same 2 s), to find how much load the goal holds at: a headroom check, not the goal's own test.
 REQUESTS = int(os.environ.get("BENCH_CONCURRENCY_REQUESTS", "200"))
 SPREAD = 2.0  # seconds over which the connections are opened, evenly
 WORKERS = tuple(int(w) for w in os.environ.get("BENCH_CONCURRENCY_WORKERS", "1,2").split(","))
 STORES = tuple(os.environ.get("BENCH_CONCURRENCY_STORES", "sqlite,postgresql").split(","))
-# Passes: every configuration again, in the same order, N times (interleaved, so a noisy minute lands on
-# one pass of each, not on all passes of one); the report adds each configuration's spread over passes.
+# interleaved passes: a noisy minute lands on one pass of each configuration, not on all passes of one
 PASSES = int(os.environ.get("BENCH_CONCURRENCY_PASSES", "1"))
 MESSAGE = (
     "面試怎麼準備 {i}"  # routes to career/simple (path B with the text-mode fake); numbered: no two alike
 )
-# BENCH_CONCURRENCY_PLOTS: where the PNGs go (a scratch folder for trial runs; the docs' plots by default)
 PLOTS = Path(
     os.environ.get("BENCH_CONCURRENCY_PLOTS")
     or Path(__file__).resolve().parent.parent / "docs" / "benchmarks"
@@ -104,12 +101,6 @@ def _body(i: int, *, ours: bool) -> dict[str, object]:
         "stream_options": {"include_usage": True},
         "messages": [{"role": "user", "content": MESSAGE.format(i=i)}],
     }
-
-
-async def _ours(client: httpx.AsyncClient, url: str, i: int, sample: Sample, t0: float) -> None:
-    """One chat through CareerWise with httpx (the warm-up's client whatever the burst's)."""
-    lines = lines_for(ours=True, sample=sample, t0=t0)
-    await httpx_request(client, url, _body(i, ours=True), lines, sample, t0)
 
 
 async def _burst(url: str, *, ours: bool) -> Burst:
@@ -200,7 +191,7 @@ def _one_run(
     db_url = (
         f"sqlite+aiosqlite:///{data_dir / 'careerwise.db'}"
         if pg is None
-        else pg_copy(pg[0], pg[1], f"bench_run_w{workers}_p{pass_no}")
+        else pg_database(pg[0], f"bench_run_w{workers}_p{pass_no}", template=pg[1])
     )
     env = {} if pg is None else {"CAREERWISE_DATABASE_URL": db_url}
     try:
@@ -224,29 +215,20 @@ def _one_run(
             time.sleep(1)
             after = memory(server.proc.pid)
             log_text = server.log_text()
-        return Run(
-            store,
-            workers,
-            baseline,
-            ours,
-            idle,
-            after,
-            _log_problems(log_text),
-            (load0, load1),
-            cpu_s,
-            pass_no,
-        )
+        problems = _log_problems(log_text)
+        return Run(store, workers, baseline, ours, idle, after, problems, (load0, load1), cpu_s, pass_no)
     finally:
         shutil.rmtree(data_dir, ignore_errors=True)
 
 
 async def _warm(url: str, n: int) -> list[str]:
-    """A few turns first, so each worker has its connections, caches and the embedder warm."""
+    """A few turns first (with httpx), so each worker has its connections, caches and the embedder warm."""
     async with httpx.AsyncClient(timeout=60) as client:
         errors = []
         for i in range(n):
-            sample = Sample(0.0)
-            await _ours(client, f"{url}/api/chat", 10_000 + i, sample, time.perf_counter())
+            sample, t0 = Sample(0.0), time.perf_counter()
+            lines = lines_for(ours=True, sample=sample, t0=t0)
+            await httpx_request(client, f"{url}/api/chat", _body(10_000 + i, ours=True), lines, sample, t0)
             if sample.error:
                 errors.append(sample.error)
         return errors
@@ -383,7 +365,7 @@ def _representative(runs: list[Run]) -> list[Run]:
 def run() -> list[str]:
     loads = os.getloadavg()
     llm_port = free_port()
-    fake = lean_fake(llm_port, first_token_delay=FIRST_TOKEN, delay=INTER_CHUNK)
+    fake = fake_llm(llm_port, mode="text", first_token_delay=FIRST_TOKEN, delay=INTER_CHUNK, lean=True)
     runs: list[Run] = []
     logs = Path(tempfile.mkdtemp(prefix="cw-bench-logs-"))
     with process(fake, ready_url=f"http://127.0.0.1:{llm_port}/v1/models"), _postgres() as pg:

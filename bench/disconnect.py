@@ -11,7 +11,6 @@ adds: noticing the disconnect, cancelling the turn, and closing its upstream str
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import tempfile
@@ -20,21 +19,14 @@ from pathlib import Path
 
 import httpx
 
+from bench._burstclient import request_bytes
 from bench._serve import data_dir_with_corpus, serve
-from bench.common import fake_llm, free_port, pct, process, table
+from bench.common import fake_llm, pct, process, table
+from tests.conftest import free_port
 
 ROUNDS = 20
 CHUNK_DELAY = 0.1  # the fake's pause between chunks: a ~5 s answer, so every close lands mid-stream
 SEEN_WITHIN = 15.0  # a close the fake has not seen by then counts as "not closed"
-
-
-def _request(path: str, port: int, body: dict[str, object]) -> bytes:
-    payload = json.dumps(body, ensure_ascii=False).encode()
-    head = (
-        f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
-        f"Accept: text/event-stream\r\nContent-Length: {len(payload)}\r\n\r\n"
-    )
-    return head.encode() + payload
 
 
 def _open_and_drop(port: int, request: bytes, marker: bytes) -> float:
@@ -99,9 +91,8 @@ def run() -> list[str]:
     with process(
         fake_llm(llm_port, mode="text", first_token_delay=0.0, delay=CHUNK_DELAY), ready_url=stats_url
     ):
-        direct = _request(
-            "/v1/chat/completions",
-            llm_port,
+        _, _, direct = request_bytes(
+            f"http://127.0.0.1:{llm_port}/v1/chat/completions",
             {"model": "fake", "stream": True, "messages": [{"role": "user", "content": "怎麼談薪水？"}]},
         )
         rows.append(
@@ -109,7 +100,7 @@ def run() -> list[str]:
         )
         data_dir = data_dir_with_corpus()
         with serve(data_dir=data_dir, llm_port=llm_port, port=app_port, workers=1, log=logs / "serve.log"):
-            chat = _request("/api/chat", app_port, {"message": "面試要穿什麼？"})
+            _, _, chat = request_bytes(f"http://127.0.0.1:{app_port}/api/chat", {"message": "面試要穿什麼？"})
             rows.append(
                 _row(
                     "client → careerwise serve → fake", *_measure(app_port, chat, b"event: delta", stats_url)

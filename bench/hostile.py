@@ -34,15 +34,12 @@ from pathlib import Path
 import httpx
 
 from bench import _hostile_api, _hostile_canary, _hostile_recovery
-from bench._serve import data_dir_with_corpus, serve_on_fake_llm
+from bench._serve import data_dir_with_corpus, proc_kb, serve_on_fake_llm
 from bench.common import table
-from careerwise.auth import AccountService
-from careerwise.store import Database
 from tests.fixtures import hostile_files as hostile
 
 MB = 1024 * 1024
 GOAL_SECONDS, GOAL_MB = 5.0, 100.0
-ADMIN, PASSWORD = "bench-admin@example.com", "bench-password-123"
 TABLES = ("resumes", "messages", "conversations", "documents", "chunks")
 
 
@@ -70,32 +67,11 @@ def _zip(members: list[tuple[str, bytes, int, int, int]]) -> bytes:
     for name, data, crc, _real, declared in members:
         encoded = name.encode()
         offset = out.tell()
-        out.write(
-            struct.pack(
-                "<4sHHHHHIIIHH", b"PK\x03\x04", 20, 0, 8, 0, 0, crc, len(data), declared, len(encoded), 0
-            )
-        )
-        out.write(encoded + data)
+        sizes = (crc, len(data), declared, len(encoded))
+        out.write(struct.pack("<4sHHHHHIIIHH", b"PK\x03\x04", 20, 0, 8, 0, 0, *sizes, 0) + encoded + data)
         central.write(
             struct.pack(
-                "<4sHHHHHHIIIHHHHHII",
-                b"PK\x01\x02",
-                20,
-                20,
-                0,
-                8,
-                0,
-                0,
-                crc,
-                len(data),
-                declared,
-                len(encoded),
-                0,
-                0,
-                0,
-                0,
-                0,
-                offset,
+                "<4sHHHHHHIIIHHHHHII", b"PK\x01\x02", 20, 20, 0, 8, 0, 0, *sizes, 0, 0, 0, 0, 0, offset
             )
             + encoded
         )
@@ -247,13 +223,6 @@ SHAPES = [
 # --------------------------------------------------------------------------- measuring
 
 
-def _status_kb(pid: int, field: str) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return float(line.split()[1])
-    return float("nan")
-
-
 def _reset_peak(pid: int) -> bool:
     try:
         Path(f"/proc/{pid}/clear_refs").write_text("5")  # resets VmHWM to the current VmRSS
@@ -275,15 +244,6 @@ def _stored(data_dir: Path) -> tuple[tuple[int, ...], list[str]]:
     return rows, sorted(files)
 
 
-async def _make_admin(data_dir: Path) -> None:
-    db = Database(f"sqlite+aiosqlite:///{data_dir / 'careerwise.db'}")
-    try:
-        await asyncio.to_thread(db.migrate)
-        await AccountService(db, "x" * 40).create_user(email=ADMIN, password=PASSWORD, role="admin")
-    finally:
-        await db.dispose()
-
-
 def _post(client: httpx.Client, admin: httpx.Client, shape: Shape, data: bytes) -> int:
     if shape.knowledge:
         files = {"files": (shape.filename, data, "application/octet-stream")}
@@ -293,7 +253,7 @@ def _post(client: httpx.Client, admin: httpx.Client, shape: Shape, data: bytes) 
 
 def _uploads() -> list[str]:
     data_dir = data_dir_with_corpus()
-    asyncio.run(_make_admin(data_dir))
+    asyncio.run(_hostile_api.accounts(data_dir))
     built = [(shape, shape.make()) for shape in SHAPES]
     rows: list[list[object]] = []
     met = 0
@@ -303,17 +263,20 @@ def _uploads() -> list[str]:
         httpx.Client(base_url=server.url, timeout=120) as client,
         httpx.Client(base_url=server.url, timeout=120) as admin,
     ):
-        r = admin.post("/api/auth/login", json={"email": ADMIN, "password": PASSWORD})
+        r = admin.post(
+            "/api/auth/login",
+            json={"email": _hostile_api.ACCOUNTS["admin"], "password": _hostile_api.PASSWORD},
+        )
         r.raise_for_status()
         pid = server.proc.pid
         for shape, data in built:
             before = _stored(data_dir)
-            rss = _status_kb(pid, "VmRSS")
+            rss = proc_kb(pid, "VmRSS")
             peak_known = _reset_peak(pid) and peak_known
             t0 = time.perf_counter()
             status = _post(client, admin, shape, data)
             took = time.perf_counter() - t0
-            after_kb = _status_kb(pid, "VmHWM" if peak_known else "VmRSS")
+            after_kb = proc_kb(pid, "VmHWM" if peak_known else "VmRSS")
             added = max(0.0, (after_kb - rss) / 1024)
             stored = _stored(data_dir) != before
             ok = 400 <= status < 500 and took <= GOAL_SECONDS and added <= GOAL_MB and not stored

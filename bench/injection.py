@@ -46,6 +46,7 @@ from typing import Any
 
 from sqlalchemy import func, select
 
+from bench._serve import data_dir_with_corpus
 from bench.common import ROOT, table
 from careerwise.cli.admin import load_trace
 from careerwise.config import Settings
@@ -256,10 +257,7 @@ async def _one(
 
 
 def _data_dir() -> Path:
-    from bench._serve import corpus_db
-
-    data_dir = Path(tempfile.mkdtemp(prefix="cw-injection-"))
-    shutil.copy(corpus_db(), data_dir / "careerwise.db")
+    data_dir = data_dir_with_corpus()
     (data_dir / "models").symlink_to((ROOT / "data" / "models").resolve(), target_is_directory=True)
     return data_dir
 

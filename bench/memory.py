@@ -24,9 +24,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench._serve import corpus_db, memory, serve
-from bench.common import fake_llm, free_port, pct, process, table
+from bench._serve import corpus_db, data_dir_with_corpus, memory, proc_kb, serve
+from bench.common import fake_llm, pct, process, table
 from bench.concurrency import FIRST_TOKEN, INTER_CHUNK, REQUESTS, SPREAD, _burst, _warm
+from tests.conftest import free_port
 
 IDLE_S = 3.0
 SETTLE_S = 6.0  # longer than the trimmer's idle wait (2 s by default)
@@ -42,7 +43,10 @@ CONFIGS: dict[str, dict[str, str]] = {
     },
 }
 WHEN = ("idle", "right after", "after idle")
-CORPUS: list[Path] = []  # the ingested corpus database this run copies for each server
+# The ingested corpus database this run copies for each server, resolved once at the start: other work
+# on the tree may change the corpus key (tests/conftest.py) mid-run, and a re-ingest between
+# configurations would load the machine.
+CORPUS: list[Path] = []
 
 
 @dataclass
@@ -60,58 +64,31 @@ def _read(pid: int, reading: Reading, when: str) -> None:
     rows = memory(pid)
     reading.rss[when].append(sum(m.rss_mb for m in rows))
     reading.pss[when].append(sum(m.pss_mb for m in rows))
-    reading.anon[when].append(_anon_mb(pid))
-
-
-def _anon_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("RssAnon:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
-
-
-def _data_dir(corpus: Path) -> Path:
-    """A copy of the corpus taken once at the start: other work on the tree may change the corpus key
-    (tests/conftest.py) mid-run, and a re-ingest between configurations would load the machine."""
-    data_dir = Path(tempfile.mkdtemp(prefix="cw-bench-"))
-    shutil.copy(corpus, data_dir / "careerwise.db")
-    return data_dir
+    reading.anon[when].append(proc_kb(pid, "RssAnon") / 1024)
 
 
 def _one(env: dict[str, str], llm_port: int, logs: Path, label: str, reading: Reading, rnd: int) -> None:
-    data_dir = _data_dir(CORPUS[0])
+    data_dir = data_dir_with_corpus(CORPUS[0])
+    log = logs / ("serve-" + label.split(" (")[0].replace(" + ", "-").replace(" ", "-") + f"-{rnd}.log")
     try:
-        _measure(env, llm_port, logs / _slug(label, rnd), reading, data_dir)
+        with serve(
+            data_dir=data_dir, llm_port=llm_port, port=free_port(), workers=1, log=log, env=env
+        ) as server:
+            warm = asyncio.run(_warm(server.url, 4))
+            if warm:
+                raise RuntimeError(f"warm-up failed: {warm}")
+            time.sleep(IDLE_S)
+            _read(server.proc.pid, reading, "idle")
+            burst = asyncio.run(_burst(f"{server.url}/api/chat", ours=True))
+            reading.errors += len(burst.samples) - len(burst.ok)
+            for kind, n in burst.errors.items():
+                reading.error_kinds[kind] = reading.error_kinds.get(kind, 0) + n
+            reading.first_text_ms += burst.shown()
+            _read(server.proc.pid, reading, "right after")
+            time.sleep(SETTLE_S)
+            _read(server.proc.pid, reading, "after idle")
     finally:
         shutil.rmtree(data_dir, ignore_errors=True)
-
-
-def _slug(label: str, rnd: int) -> str:
-    return "serve-" + label.split(" (")[0].replace(" + ", "-").replace(" ", "-") + f"-{rnd}.log"
-
-
-def _measure(env: dict[str, str], llm_port: int, log: Path, reading: Reading, data_dir: Path) -> None:
-    with serve(
-        data_dir=data_dir,
-        llm_port=llm_port,
-        port=free_port(),
-        workers=1,
-        log=log,
-        env=env,
-    ) as server:
-        warm = asyncio.run(_warm(server.url, 4))
-        if warm:
-            raise RuntimeError(f"warm-up failed: {warm}")
-        time.sleep(IDLE_S)
-        _read(server.proc.pid, reading, "idle")
-        burst = asyncio.run(_burst(f"{server.url}/api/chat", ours=True))
-        reading.errors += len(burst.samples) - len(burst.ok)
-        for kind, n in burst.errors.items():
-            reading.error_kinds[kind] = reading.error_kinds.get(kind, 0) + n
-        reading.first_text_ms += burst.shown()
-        _read(server.proc.pid, reading, "right after")
-        time.sleep(SETTLE_S)
-        _read(server.proc.pid, reading, "after idle")
 
 
 # ---------------------------------------------------------------- report

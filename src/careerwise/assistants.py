@@ -33,9 +33,6 @@ def valid_id(assistant_id: str) -> bool:
     return _ID.match(assistant_id) is not None
 
 
-PROFILE_FIELDS = ("name", "description", "system_prompt", "knowledge_domains", "enabled")
-
-
 def _domains(value: list[str] | None) -> list[str]:
     """``None``, ``[]`` and ``["all"]`` mean the whole knowledge base; else known domains, deduplicated."""
     if not value or value == ["all"]:

@@ -285,32 +285,29 @@ async def test_lean_client_reads_careerwise_sse_events() -> None:
     assert got["/err"].error == "error event llm_unavailable"
 
 
-def test_pin_sets_every_thread_of_the_tree() -> None:
-    """``os.sched_setaffinity`` sets one thread: the benchmark's pinning must reach each thread of each
-    process below the one it is given, including threads that were already running."""
+def test_the_process_tree_and_its_memory_are_read_below_the_given_process() -> None:
+    """The memory and CPU figures of a serving process add its workers: ``descendants`` must find the
+    processes below the one it is given, and ``memory`` read each one."""
     import os
     import subprocess
     import sys
-    from pathlib import Path
 
-    from bench._serve import descendants, pin
+    from bench._serve import descendants, memory
 
     script = (
-        "import subprocess, sys, threading, time\n"
-        "threading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n"
+        "import subprocess, sys, time\n"
         "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
-        "print('ready', flush=True)\n"
+        "print(child.pid, flush=True)\n"
         "time.sleep(60)\n"
     )
     proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE)
     try:
-        assert proc.stdout is not None and proc.stdout.readline() == b"ready\n"
-        target = {min(os.sched_getaffinity(0))}
-        pids = [proc.pid, *descendants(proc.pid)]
-        tids = [int(t.name) for p in pids for t in Path(f"/proc/{p}/task").iterdir()]
-        assert len(pids) == 2 and len(tids) >= 3
-        assert pin(proc.pid, target) == len(tids)
-        assert all(os.sched_getaffinity(tid) == target for tid in tids)
+        assert proc.stdout is not None
+        child = int(proc.stdout.readline())
+        assert descendants(proc.pid) == [child]
+        rows = memory(proc.pid)
+        assert [m.pid for m in rows] == [proc.pid, child]
+        assert all(m.rss_mb > 1 and m.pss_mb > 0 for m in rows)
     finally:
         for pid in descendants(proc.pid):
             os.kill(pid, 9)

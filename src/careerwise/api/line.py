@@ -1,7 +1,9 @@
 """``POST /line/webhook``: the LINE Messaging API webhook (see careerwise.channels.line and
-docs/channels.md). The channel lives as long as the app: this router's lifespan starts it after the
-services exist (and checks its assistant, ``CAREERWISE_LINE_ASSISTANT``, and answers or apologises for the
-events a dead process left unanswered) and, on shutdown, waits for the answers still being written."""
+docs/channels.md). The channel lives as long as the app: the app's lifespan enters :func:`channel_lifespan`
+once the services exist, handing it the settings, engine and database it uses (never the services
+object). It starts the channel (checks its assistant, ``CAREERWISE_LINE_ASSISTANT``, and answers or
+apologises for the events a dead process left unanswered) and, on shutdown, waits for the answers still
+being written."""
 
 from __future__ import annotations
 
@@ -19,15 +21,19 @@ from careerwise.channels.line import (
     channel_problem,
     parse_webhook,
 )
-from careerwise.services import Services
+from careerwise.config import Settings
+from careerwise.engine import Engine
+from careerwise.store.db import Database
 
 MAX_BODY_BYTES = 1_000_000  # LINE's webhook bodies are a few kilobytes
 
 
 @asynccontextmanager
-async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-    services: Services = app.state.services
-    settings = services.settings
+async def channel_lifespan(
+    app: FastAPI, *, settings: Settings, engine: Engine, db: Database
+) -> AsyncIterator[None]:
+    """The channel on ``app.state.line_channel`` while the app runs (None when LINE is not configured,
+    with the reason on ``app.state.line_problem``); closed on exit."""
     secret = settings.line_channel_secret.get_secret_value() if settings.line_channel_secret else None
     token = (
         settings.line_channel_access_token.get_secret_value() if settings.line_channel_access_token else None
@@ -37,8 +43,8 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     if problem is None:
         assert secret is not None and token is not None
         channel = LineChannel(
-            engine=services.engine,
-            db=services.db,
+            engine=engine,
+            db=db,
             channel_secret=secret,
             access_token=token,
             api_base_url=settings.line_api_base_url,
@@ -58,7 +64,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
             await channel.aclose()
 
 
-router = APIRouter(tags=["line"], lifespan=lifespan)
+router = APIRouter(tags=["line"])
 
 
 async def _body(request: Request) -> bytes | None:

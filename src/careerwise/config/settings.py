@@ -1,4 +1,4 @@
-"""The one settings object. Nothing else in the package reads ``os.environ``.
+"""The one settings object: the only reader of the ``CAREERWISE_*`` variables.
 
 Every field maps to an environment variable with the ``CAREERWISE_`` prefix
 (``llm_base_url`` -> ``CAREERWISE_LLM_BASE_URL``); docs/configuration.md lists them all. The fields are
@@ -6,6 +6,12 @@ declared once each, in groups (:mod:`.provider`, :mod:`.knowledge`, :mod:`.servi
 :mod:`.access`, and the per-turn :class:`careerwise.tunables.Tunables`); :class:`Settings` inherits
 them, reads them from the environment, refuses unsafe values in production and resolves the deadlines
 left to the provider.
+
+The rest of the package touches ``os.environ`` in four modules, none of them to read a setting:
+``cli/__init__.py`` and ``llm/local/weights.py`` default ``OMP_WAIT_POLICY`` before an OpenMP library
+loads; ``cli/root.py`` (``careerwise serve``) hands its workers ``CAREERWISE_SERVE_WORKERS`` and
+prometheus_client's ``PROMETHEUS_MULTIPROC_DIR``, which ``tracing/metrics.py`` reads at a scrape
+(tests/unit/test_environment_readers.py keeps this list true).
 """
 
 from __future__ import annotations

@@ -45,9 +45,6 @@ class MessageFusion:
     rrf_k: int = 5
 
 
-MESSAGE_MODES = ("off", "lexical", "hybrid", "message")
-
-
 def lexical_search(
     index: LexicalSearchable,
     query: str,

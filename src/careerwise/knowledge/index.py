@@ -225,7 +225,45 @@ def lexical_index(chunks: Sequence[IndexedChunk], tokens: Sequence[str] | None) 
     return BM25Index.from_tokens(tokens)
 
 
-class KnowledgeIndex:
+class ChunkScoring:
+    """What both indexes hold in process for their chunks and score the same way: the BM25 index, the
+    domain masks and the corpus centroid the relevance gate's domain score compares with (each index
+    sets ``centroid`` its own way)."""
+
+    centroid: npt.NDArray[np.float32]
+
+    def __init__(
+        self,
+        chunks: Sequence[IndexedChunk],
+        *,
+        version: str,
+        tokens: Sequence[str] | None,
+        topic: TopicAnchors | None,
+    ) -> None:
+        self.chunks = list(chunks)
+        self.version = version
+        self.topic = topic
+        self.langs = [detect_lang(f"{c.title} {c.text}") for c in self.chunks]
+        self.bm25 = lexical_index(self.chunks, tokens)
+        self._domains = np.array([c.domain for c in self.chunks]) if self.chunks else np.array([], dtype=str)
+        self._domain_masks = domain_masks(self._domains)
+
+    def __len__(self) -> int:
+        return len(self.chunks)
+
+    def domain_score(self, qvec: npt.NDArray[np.float32]) -> float:
+        return float(self.centroid @ qvec)
+
+    def lexical_scores(self, query: str) -> npt.NDArray[np.float32]:
+        """Every chunk's BM25 score: the part of a search that does not need the query vector."""
+        return self.bm25.scores(query)
+
+    def domain_mask_for(self, domains: Sequence[str] | None) -> npt.NDArray[np.bool_]:
+        """The chunks within ``domains`` (all for None or empty): for searches built outside ``search``."""
+        return domain_mask(self._domain_masks, len(self.chunks), domains)
+
+
+class KnowledgeIndex(ChunkScoring):
     def __init__(
         self,
         chunks: Sequence[IndexedChunk],
@@ -243,11 +281,8 @@ class KnowledgeIndex:
         chunks on, dense search starts from an int8 copy of the vectors (``dense.py``; same results)."""
         if len(chunks) != len(vectors):
             raise ValueError("chunks and vectors differ in length")
-        self.chunks = list(chunks)
-        self.version = version
-        self.topic = topic
+        super().__init__(chunks, version=version, tokens=tokens, topic=topic)
         raw = np.ascontiguousarray(vectors, dtype=np.float32)
-        self.langs = [detect_lang(f"{c.title} {c.text}") for c in self.chunks]
         self.centering = (
             LanguageCentering.fit(raw, self.langs, query_means)
             if query_means is not None and len(raw)
@@ -257,12 +292,6 @@ class KnowledgeIndex:
         self.centroid = raw.mean(axis=0) if len(raw) else np.zeros(raw.shape[1:] or (1,), np.float32)
         self.vectors = centering.passages(raw, self.langs) if centering is not None else raw
         self.quantized = QuantizedMatrix(self.vectors) if len(self.vectors) >= quantize_from else None
-        self.bm25 = lexical_index(self.chunks, tokens)
-        self._domains = np.array([c.domain for c in chunks]) if chunks else np.array([], dtype=str)
-        self._domain_masks = domain_masks(self._domains)
-
-    def __len__(self) -> int:
-        return len(self.chunks)
 
     def query_vector(self, query: str, qvec: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
         """The query vector in the index's space (language-centred when the index is)."""
@@ -279,17 +308,6 @@ class KnowledgeIndex:
         if self.quantized is not None:
             return self.quantized.scores(q)
         return ExactScores(self.vectors @ q)
-
-    def domain_score(self, qvec: npt.NDArray[np.float32]) -> float:
-        return float(self.centroid @ qvec)
-
-    def lexical_scores(self, query: str) -> npt.NDArray[np.float32]:
-        """Every chunk's BM25 score: the part of a search that does not need the query vector."""
-        return self.bm25.scores(query)
-
-    def domain_mask_for(self, domains: Sequence[str] | None) -> npt.NDArray[np.bool_]:
-        """The chunks within ``domains`` (all for None or empty): for searches built outside ``search``."""
-        return domain_mask(self._domain_masks, len(self.chunks), domains)
 
     def search(
         self,

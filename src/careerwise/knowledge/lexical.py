@@ -93,7 +93,8 @@ def _converter() -> object:
 
 
 # after a failed dictionary load, how long every Chinese text is refused at once instead of retrying:
-# lru_cache keeps no exception, so without this each search would redo the ~1 s build under the lock
+# lru_cache keeps no exception, so without this each search would redo the dictionary's build (the slow
+# part of the first Chinese search) under the lock
 SEGMENTER_RETRY_AFTER = 60.0
 _load_failure: tuple[float, BaseException] | None = None  # (time.monotonic() of the failure, its cause)
 

@@ -44,13 +44,12 @@ from sqlalchemy.engine import Connection, Engine
 from careerwise.knowledge.dense import stable_top
 from careerwise.knowledge.embeddings import LanguageCentering, Vector, detect_lang
 from careerwise.knowledge.index import (
+    ChunkScoring,
     FusionConfig,
     IndexedChunk,
     SearchResult,
     domain_mask,
-    domain_masks,
     gate_and_fuse,
-    lexical_index,
 )
 from careerwise.knowledge.pg_centring import (
     CENTRED_COLUMN,
@@ -120,7 +119,7 @@ def fill_missing_vectors(engine: Engine, embedding_model: str, *, batch: int = 5
     return filled
 
 
-class PgVectorIndex:
+class PgVectorIndex(ChunkScoring):
     def __init__(
         self,
         engine: Engine,
@@ -139,20 +138,14 @@ class PgVectorIndex:
         passage means stored in the database (``pg_centring``: ``fill_missing_vectors`` or an ingest
         stores them); ``tokens`` are the stored BM25 tokens and ``topic`` the gate's topic anchors, as
         for ``KnowledgeIndex``."""
-        self.chunks = list(chunks)
-        self.topic = topic
-        self.version = version
+        super().__init__(chunks, version=version, tokens=tokens, topic=topic)
         self.embedding_model = embedding_model
         self.dense_depth = dense_depth
         self.ef_search = ef_search  # HNSW's candidate list when wider than the depth (None: the depth)
         self.exact_up_to = exact_up_to
         self._engine = engine
-        self.bm25 = lexical_index(self.chunks, tokens)
-        self.langs = [detect_lang(f"{c.title} {c.text}") for c in self.chunks]
         self._ids = np.array([c.id for c in self.chunks], dtype=np.int64)
         self._position = {c.id: n for n, c in enumerate(self.chunks)}
-        self._domains = np.array([c.domain for c in self.chunks]) if self.chunks else np.array([], dtype=str)
-        self._domain_masks = domain_masks(self._domains)
         self._iterative_scan = self._pgvector_version() >= (0, 8)
         self.centroid = np.zeros(VECTOR_DIM, np.float32)
         self.centering: LanguageCentering | None = None
@@ -160,9 +153,6 @@ class PgVectorIndex:
         self.column = VECTOR_COLUMN  # the column searched: CENTRED_COLUMN with centring
         if self.chunks:
             self._corpus_statistics(query_means)
-
-    def __len__(self) -> int:
-        return len(self.chunks)
 
     # --- load -----------------------------------------------------------------------------------
 
@@ -306,17 +296,6 @@ class PgVectorIndex:
                 # a centred vector of zero length has no cosine (NaN); the in-process index scores it 0
                 dense[pos] = 0.0 if np.isnan(score) else score
         return dense
-
-    def domain_score(self, qvec: npt.NDArray[np.float32]) -> float:
-        return float(self.centroid @ qvec)
-
-    def lexical_scores(self, query: str) -> npt.NDArray[np.float32]:
-        """Every chunk's BM25 score (in process, as ``KnowledgeIndex.lexical_scores``)."""
-        return self.bm25.scores(query)
-
-    def domain_mask_for(self, domains: Sequence[str] | None) -> npt.NDArray[np.bool_]:
-        """The chunks within ``domains`` (all for None or empty): for searches built outside ``search``."""
-        return domain_mask(self._domain_masks, len(self.chunks), domains)
 
     def search(
         self,

@@ -280,10 +280,6 @@ def weakest_lines(structure: ResumeStructure, *, limit: int = 3) -> list[int]:
 _DATES_ONLY = re.compile(r"^[\W_]*$")
 
 
-def rewritable_lines(structure: ResumeStructure) -> set[int]:
-    return {i for k in REWRITE_KINDS for i in structure.sections.get(k, []) if structure.lines[i].strip()}
-
-
 def has_quantified_achievement(structure: ResumeStructure) -> bool:
     """Whether any experience or summary line (any line but contact and education, without those
     sections) states a figure other than a year."""

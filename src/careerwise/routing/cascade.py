@@ -180,7 +180,7 @@ class CascadeRouter:
         asked = {i: _asked(messages[i]) for i in pending}
         first: dict[int, IntentScores] = {}
         if pending and self.lexical is not None:
-            # on the event loop: about 0.1 ms a message, less than a hop to a worker thread would cost
+            # on the event loop: scoring costs less than a hop to a worker thread (docs/routing.md, "Latency")
             found = self.lexical.score([asked[i] for i in pending])
             first = dict(zip(pending, found, strict=True))
             for i, s in first.items():

@@ -92,8 +92,8 @@ HEARTBEAT_TASK = "careerwise-heartbeat"  # the name prefix of the heartbeat task
 @asynccontextmanager
 async def heartbeat(emit: Emit | None, step: str, interval: float) -> AsyncIterator[None]:
     """While the body runs, a ``progress`` event (stage ``waiting``, the step, the seconds so far) every
-    ``interval`` seconds, so a long LLM call (40-60 s on the embedded model) does not leave the stream
-    silent. The beat is cancelled and awaited before the body's caller goes on, so no beat can follow
+    ``interval`` seconds, so a long LLM call (a slow provider's, such as the embedded model's) does not
+    leave the stream silent. The beat is cancelled and awaited before the body's caller goes on, so no beat can follow
     (or be reordered after) the step's own events; nothing is left running when the step ends, fails or
     is cancelled."""
     if emit is None or interval <= 0:

@@ -34,10 +34,10 @@ TOOLS_HEADER = (
 )
 
 
-# tool_choice="none" after a search (the answer round): dropping the tool block there made the model imitate
-# the JSON call in its history and write another one as the answer (P ~0.2-0.5 per seed question); with the
-# block kept and this note last, P <= 0.03. Keeping the block also keeps the prompt prefix, so llama.cpp
-# only evaluates the new turns (45-90 prompt tok/s on 2 cores: a dropped block costs ~4-8 s).
+# tool_choice="none" after a search (the answer round) keeps the tool block and ends with this note: without
+# the block the model imitates the JSON call in its history and writes another call as its answer. Keeping
+# the block also keeps the prompt's prefix, so llama.cpp reads only the new turns, not the whole prompt
+# again (docs/local-model.md, "How it decides to search").
 NO_CALL_NOTE = "Answer the user now in plain text, using the tool results above. Do not call a tool."
 NO_CALL_NOTE_PLAIN = "Answer the user now in plain text. Do not call a tool."
 
