@@ -245,7 +245,7 @@ def test_a_figure_in_words_the_line_lacks_is_still_refused() -> None:
     ],
 )
 def test_the_rules_template_adds_no_figure(line: str, zh: bool, start: str) -> None:
-    rewrite = template_rewrite(line, zh)
+    rewrite = template_rewrite(line, zh, kind="experience")
     assert rewrite.original == line and rewrite.rewrite is not None and rewrite.rewrite.startswith(start)
     assert rewrite_problem(line, rewrite.rewrite, resume=line, role=None) is None
 
@@ -374,11 +374,14 @@ def test_a_copy_of_the_line_or_of_another_is_not_a_rewrite(original: str, rewrit
 def test_a_rewrite_without_a_result_gets_one_to_fill_in() -> None:
     from careerwise.resume.rewrites import with_result_placeholder
 
-    assert with_result_placeholder("Built the REST API with unit tests.", False) == (
+    assert with_result_placeholder("Built the REST API with unit tests.", False, kind="experience") == (
         "Built the REST API with unit tests, raising [metric] by [X]%"
     )
-    assert with_result_placeholder("經營社群與電子報", True) == "經營社群與電子報，讓[成果指標]提升 [X]%"
-    assert with_result_placeholder("Cut costs by 30%", False) == "Cut costs by 30%"
+    assert (
+        with_result_placeholder("經營社群與電子報", True, kind="experience")
+        == "經營社群與電子報，讓[成果指標]提升 [X]%"
+    )
+    assert with_result_placeholder("Cut costs by 30%", False, kind="experience") == "Cut costs by 30%"
 
 
 def test_the_prompts_example_comment_is_not_a_comment() -> None:

@@ -12,7 +12,8 @@
 3. **Rewrite** — the weakest lines (picked by rules) are rewritten by the model, one JSON item per line in
    order. A figure the line does not state becomes ``[X]``; a rewrite that still invents one or names
    something the resume does not is replaced by the rules' template, as is every line when the step fails
-   (``resume_rewrites_failed``). So every review shows rewrites of its weakest lines.
+   (``resume_rewrites_failed``). So every review shows rewrites of its weakest lines. The line's section
+   decides whether a missing result is asked for: an experience line's is, a summary line's never.
 
 The answer is one :class:`ReportEvent` (``path="resume"``), with a 「與上一版比較」 section when an earlier
 review of the same owner exists. Every step runs under the deep answers' deadlines
@@ -248,18 +249,21 @@ async def _score(
     result.scoring_source = "llm"
 
 
-def _guarded(req: ReviewRequest, original: str, rewrite: str, why: str, dropped: list[str]) -> Rewrite:
-    """The model's rewrite with its unknown figures made ``[X]``; the rules' template when it still
-    cannot be shown (the reason is kept for the log and the progress event)."""
-    hidden = with_result_placeholder(placeholder_figures(rewrite, original), req.zh)
+def _guarded(
+    req: ReviewRequest, original: str, rewrite: str, why: str, dropped: list[str], *, kind: str | None
+) -> Rewrite:
+    """The model's rewrite with its unknown figures made ``[X]`` (and, for an achievement line, a result
+    to fill in when it states none); the rules' template of the line's section when it still cannot be
+    shown (the reason is kept for the log and the progress event)."""
+    hidden = with_result_placeholder(placeholder_figures(rewrite, original), req.zh, kind=kind)
     problem = rewrite_problem(original, hidden, resume=req.text, role=req.target_role)
     if problem is None:
         # a reason that states a figure the line does not is no reason: the rules' reason instead
         if deep_steps.numbers(why) - deep_steps.numbers(original) or why.strip() == rewrite.strip():
-            why = template_rewrite(original, req.zh).why
+            why = template_rewrite(original, req.zh, kind=kind).why
         return Rewrite(original=original, rewrite=hidden, why=why)
     dropped.append(f"{original[:40]}: {problem}")
-    return template_rewrite(original, req.zh)
+    return template_rewrite(original, req.zh, kind=kind)
 
 
 async def _rewrite(
@@ -274,6 +278,7 @@ async def _rewrite(
     if not lines:
         return
     originals = [structure.lines[i].strip() for i in lines]
+    kinds = [structure.kind_of(i) for i in lines]  # the section decides whether a result is asked for
     emit(ProgressEvent(stage="chain_step", detail=f"resume: rewriting {len(lines)} line(s)"))
     body = "\n".join(f"{n}. {line}" for n, line in enumerate(originals, 1))
     try:
@@ -296,16 +301,18 @@ async def _rewrite(
         _degraded(
             result, emit, "resume_rewrites_failed", req.zh, cause=deep_steps.cause(failure.code, req.zh)
         )
-        result.rewrites = [template_rewrite(line, req.zh) for line in originals]
+        result.rewrites = [
+            template_rewrite(line, req.zh, kind=k) for line, k in zip(originals, kinds, strict=True)
+        ]
         return
     dropped: list[str] = []
     result.rewrites = []
-    for original, item in zip(originals, out.rewrites, strict=True):
+    for original, kind, item in zip(originals, kinds, out.rewrites, strict=True):
         if any(item.rewrite == r.rewrite for r in result.rewrites):  # one sentence for several lines
             dropped.append(f"{original[:40]}: the same rewrite as another line")
-            result.rewrites.append(template_rewrite(original, req.zh))
+            result.rewrites.append(template_rewrite(original, req.zh, kind=kind))
         else:
-            result.rewrites.append(_guarded(req, original, item.rewrite, item.why, dropped))
+            result.rewrites.append(_guarded(req, original, item.rewrite, item.why, dropped, kind=kind))
     if dropped:
         log.info("resume: rewrites replaced by templates: %s", "; ".join(dropped))
         emit(
@@ -348,7 +355,9 @@ async def run_review(ctx: FlowContext, req: ReviewRequest, emit: Emit, result: R
         _degraded(
             result, emit, "resume_rewrites_failed", req.zh, cause=deep_steps.cause("llm_unavailable", req.zh)
         )
-        result.rewrites = [template_rewrite(structure.lines[i], req.zh) for i in lines]
+        result.rewrites = [
+            template_rewrite(structure.lines[i], req.zh, kind=structure.kind_of(i)) for i in lines
+        ]
     result.report = build_report(
         structure=structure,
         scores=result.scores,

@@ -5,6 +5,9 @@ when the model gives none that passes the guard, a rule template (:func:`templat
 may add a figure the line lacks: :func:`placeholder_figures` turns every figure the original does not
 state into ``[X]`` for the user to fill in, and :func:`rewrite_problem` refuses a rewrite that still
 states one, names a tool or company the resume does not, changes nothing, or is not about its line.
+
+Only an achievement line is asked for a result (:func:`asks_result`): the section the line belongs to
+decides, so a summary, an objective or a skills list never gets "raising [metric] by [X]%".
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ class Rewrite:
     original: str
     rewrite: str | None = None  # None: the line needs a rewrite, but none could be shown
     why: str = ""
-    by_rules: bool = False  # the rules' template, not the model's  # the lines worth rewriting are achievements and the pitch
+    by_rules: bool = False  # the rules' template, not the model's
 
 
 class RewriteItem(BaseModel):
@@ -130,25 +133,91 @@ _OPENERS_EN = {
 }
 
 
-def with_result_placeholder(rewrite: str, zh: bool) -> str:
-    """A rewrite that states no result yet gets one to fill in (Summer's 動、量、果、比: a result with a
-    figure), as a placeholder: ``…，讓[成果指標]提升 [X]%`` / ``…, raising [metric] by [X]%``."""
-    if is_quantified(rewrite) or PLACEHOLDER in rewrite:
+# The sections whose lines are achievements, so that their rewrites ask for a result: what the user did
+# (the experience section, which also holds projects, internships and leadership). A summary or
+# objective, a skills list, an education or contact line says who the user is or what they know, and
+# "raising [metric] by [X]%" there would ask for an achievement the line never claimed. A line in no
+# section is not asked either: the chain rewrites only lines inside a section (``weakest_lines``), and
+# where a line's role is unknown a missing prompt costs less than a wrong one.
+ACHIEVEMENT_KINDS = frozenset({"experience"})
+
+
+def asks_result(kind: str | None) -> bool:
+    """Whether a rewrite of a line of section ``kind`` asks for a result (:data:`ACHIEVEMENT_KINDS`)."""
+    return kind in ACHIEVEMENT_KINDS
+
+
+def with_result_placeholder(rewrite: str, zh: bool, *, kind: str | None) -> str:
+    """An achievement line's rewrite that states no result yet gets one to fill in (Summer's 動、量、果、比:
+    a result with a figure), as a placeholder: ``…，讓[成果指標]提升 [X]%`` / ``…, raising [metric] by
+    [X]%``. A line of any other section (``kind``) is returned as it is."""
+    if not asks_result(kind) or is_quantified(rewrite) or PLACEHOLDER in rewrite:
         return rewrite
     body = rewrite.rstrip("。.;；，, ")
     return f"{body}，讓[成果指標]提升 [X]%" if zh else f"{body}, raising [metric] by [X]%"
 
 
-def template_rewrite(line: str, zh: bool) -> Rewrite:
-    """The rules' rewrite of a weak line: the weak opener made an action, the result and its baseline
-    asked for as placeholders. It adds no figure and no fact: the user fills in ``[X]``."""
-    body = strip_heading(line.strip()).lstrip("-*•·▪ ").strip()
-    stripped = body.rstrip("。.;；")
+def _active(text: str, zh: bool) -> str:
+    """``text`` with its weak opener made an action (負責 → 主責, "Responsible for" → "Managed")."""
     if zh:
         for weak, verb in _OPENERS_ZH.items():
-            if stripped.startswith(weak):
-                stripped = verb + stripped[len(weak) :]
-                break
+            if text.startswith(weak):
+                return verb + text[len(weak) :]
+        return text
+    low = text.lower()
+    for weak, verb in _OPENERS_EN.items():
+        if low.startswith(weak):
+            rest = text[len(weak) :].lstrip(" :,-")
+            rest = re.sub(r"^(?:with|on|in|to)\s+", "", rest, flags=re.IGNORECASE)
+            return f"{verb} {rest}"
+    return text
+
+
+# what the rules' template appends to a line that is no achievement, by section (zh tail, en tail, zh
+# why, en why): what that section needs instead of a result (Summer: a summary says at a glance what you
+# do; a skill names its level), as a placeholder in words, never a figure
+_TAILS: dict[str, tuple[str, str, str, str]] = {
+    "summary": (
+        "，擅長[核心專長]",
+        ", specialising in [your core strength]",
+        "自我介紹要讓人一眼看出你是做什麼的：職稱、年資與最擅長的事；[核心專長] 請換成你自己的話，沒有就刪掉。",
+        "A summary should say at a glance what you do: your role, your experience and what you do best; "
+        "put your own words in place of [your core strength], or drop it.",
+    ),
+    "skills": (
+        "（每項註明程度或用法：[程度]）",
+        " (add your level or use for each: [level])",
+        "技能要寫出具體工具與程度，不只列關鍵字；[程度] 請換成你自己的話，沒有就刪掉。",
+        "Name each tool with your level or what you did with it, not keywords alone; put your own words "
+        "in place of [level], or drop it.",
+    ),
+}
+_FACT_TAIL = (
+    "（補上與目標職位相關的重點：[重點]）",
+    " (add what matters for the role: [point])",
+    "這一行寫的是事實，不需要成果數字；可補上與目標職位相關的重點，[重點] 請換成你自己的話，沒有就刪掉。",
+    "This line states a fact and needs no result figure; add what in it matters for the role, in your "
+    "own words in place of [point], or drop it.",
+)
+
+
+def template_rewrite(line: str, zh: bool, *, kind: str | None) -> Rewrite:
+    """The rules' rewrite of a weak line of section ``kind``, its weak opener made an action. An
+    achievement line (:func:`asks_result`) is asked for its result and baseline as placeholders; a
+    summary line for what the user does best, a skills line for the level, any other line for what
+    matters to the role, none of them for a result. It adds no figure and no fact: the user fills in
+    the brackets."""
+    body = strip_heading(line.strip()).lstrip("-*•·▪ ").strip()
+    stripped = _active(body.rstrip("。.;；"), zh)
+    if not asks_result(kind):
+        tail_zh, tail_en, why_zh, why_en = _TAILS.get(kind or "", _FACT_TAIL)
+        return Rewrite(
+            original=line.strip(),
+            rewrite=stripped + (tail_zh if zh else tail_en),
+            why=why_zh if zh else why_en,
+            by_rules=True,
+        )
+    if zh:
         tail = (
             "（比較基準：原本為 [X]）"
             if is_quantified(stripped)
@@ -160,13 +229,6 @@ def template_rewrite(line: str, zh: bool) -> Rewrite:
             why="以動詞開頭、寫出成果與比較基準；[X] 請填入你的實際數字，沒有就刪掉該句。",
             by_rules=True,
         )
-    low = stripped.lower()
-    for weak, verb in _OPENERS_EN.items():
-        if low.startswith(weak):
-            rest = stripped[len(weak) :].lstrip(" :,-")
-            rest = re.sub(r"^(?:with|on|in|to)\s+", "", rest, flags=re.IGNORECASE)
-            stripped = f"{verb} {rest}"
-            break
     tail = (
         " (baseline: [X] before)" if is_quantified(stripped) else ", raising [metric] from [X] to [X] ([X]%)"
     )

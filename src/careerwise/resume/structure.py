@@ -55,6 +55,11 @@ class ResumeStructure:
     def missing(self) -> list[str]:
         return [k for k in KINDS if not self.text(k).strip()]
 
+    def kind_of(self, line: int) -> str | None:
+        """The section line ``line`` (0-based) belongs to; None for a heading, a blank or a target-role
+        line, which belong to none."""
+        return next((kind for kind, rows in self.sections.items() if line in rows), None)
+
 
 # --------------------------------------------------------------------------- headings
 
