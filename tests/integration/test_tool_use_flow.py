@@ -456,3 +456,26 @@ async def test_an_answer_that_starts_over_ends_before_the_copy_and_is_counted(
     async with services.db.session() as s:
         stored = (await s.execute(select(Message.content).where(Message.role == "assistant"))).scalars().all()
     assert stored[-1] == f"{said}然後準備證據。\n\n"
+
+
+async def test_an_answer_that_opens_by_restating_the_instruction_shows_only_the_answer(
+    fake_llm: FakeLLM, make_services: Callable[..., Services]
+) -> None:
+    """A small model can begin by saying the search instruction back; that opening is not shown, and
+    what the user sees is what is stored."""
+    said = "先算出你心裡會滿意的數字，再把開口的數字設高一成。"
+    fake_llm.script(
+        tool_calls(Call(SEARCH, {"query": "談薪水 開口 數字"}, id="call_1")),
+        text(
+            f"好的，我明白了。以下是根據段落裡 Summer 的說法、名稱和數字回答使用者：\n\n{said}", chunk_size=3
+        ),
+    )
+    services = make_services(llm_slow=True)  # a slow provider's profile: quotes, and the echo check
+    events = await tool_use_turn(services, "談薪水的時候，第一個開口的數字要怎麼定？")
+    shown = answer(events)
+    assert shown.startswith("**Summer 的文章怎麼說**")  # the quotes come first, as for every slow model
+    assert shown.endswith(f"\n\n{said}") and "我明白了" not in shown and "回答使用者" not in shown
+    assert isinstance(events[-1], DoneEvent) and events[-1].status == "ok"
+    async with services.db.session() as s:
+        stored = (await s.execute(select(Message.content).where(Message.role == "assistant"))).scalars().all()
+    assert stored[-1] == shown

@@ -24,6 +24,7 @@ from careerwise.events import QUOTE_PHASE, DegradedEvent, DeltaEvent, Event, Too
 from careerwise.flows.base import FlowContext
 from careerwise.knowledge import quotes
 from careerwise.llm.accumulator import ToolCallAccumulator
+from careerwise.llm.echo import EchoGuard
 from careerwise.llm.guard import BufferGuard
 from careerwise.llm.profile import profile_of
 from careerwise.llm.repeats import RepeatGuard
@@ -55,9 +56,16 @@ class _Round:
 
 
 async def _stream_round(
-    ctx: FlowContext, request: CompletionRequest, *, phase: int, guard_size: int, out: _Round
+    ctx: FlowContext,
+    request: CompletionRequest,
+    *,
+    phase: int,
+    guard_size: int,
+    out: _Round,
+    echo_of: str = "",
 ) -> AsyncIterator[Event]:
     """One LLM round with the buffer guard and at most ``llm_retries`` retries before visible text.
+    ``echo_of``: the instruction the round answers (a tool's); an opening that says it back is not shown.
 
     Every caller streams this round's text to the user, so the round owns its stream pacing: the
     provider reads every chunk until the guard has shown text, then in paced batches (issue #10)."""
@@ -75,6 +83,7 @@ async def _stream_round(
         t0 = time.perf_counter()
         ctx.state.llm_calls += 1
         repeats = RepeatGuard()
+        echo = EchoGuard(echo_of)
         try:
             # closed on every way out: after a loop is cut, the provider stops generating at once
             async with contextlib.aclosing(ctx.provider.stream(paced)) as stream:  # type: ignore[type-var]
@@ -97,7 +106,7 @@ async def _stream_round(
                         if acc:
                             ctx.state.dropped_text.append(chunk.text)  # text after a call began: not shown
                             continue
-                        for piece in map(repeats.push, guard.push(chunk.text)):
+                        for piece in map(repeats.push, map(echo.push, guard.push(chunk.text))):
                             if not piece:
                                 continue
                             out.text.append(piece)
@@ -113,11 +122,19 @@ async def _stream_round(
                 background.count_failure(background.ANSWER_LOOP)
                 out.finish_reason = "stop"
             if not acc and guard.holding:
-                for piece in map(repeats.push, guard.release()):
+                for piece in map(repeats.push, map(echo.push, guard.release())):
                     if piece:
                         out.text.append(piece)
                         ctx.state.mark_text()
                         yield DeltaEvent(text=piece, phase=phase)
+            if not acc and not repeats.looping and (piece := repeats.push(echo.flush())):
+                out.text.append(piece)
+                ctx.state.mark_text()
+                yield DeltaEvent(text=piece, phase=phase)
+            if echo.dropped:
+                log.info("tool_use: phase %d opened by restating its instruction; not shown", phase)
+                ctx.state.dropped_text.extend(echo.dropped)
+                ctx.state.timings["instruction_echo"] = ctx.state.timings.get("instruction_echo", 0.0) + 1
             if not acc and (rest := repeats.flush()):
                 out.text.append(rest)
                 ctx.state.mark_text()
@@ -343,6 +360,7 @@ async def tool_use_flow(ctx: FlowContext) -> AsyncIterator[Event]:
     tool_rounds = 0
     retry_tools = True
     quoted = False
+    instruction = ""  # the last round's tools' instructions on how to answer from their results
     while True:
         final = not specs or not retry_tools or tool_rounds >= opts.max_tool_rounds
         phase = 1 if tool_rounds == 0 else 3
@@ -357,7 +375,12 @@ async def tool_use_flow(ctx: FlowContext) -> AsyncIterator[Event]:
         rnd = _Round()
         try:
             async for event in _stream_round(
-                ctx, request, phase=phase, guard_size=0 if final else opts.buffer_guard_chunks, out=rnd
+                ctx,
+                request,
+                phase=phase,
+                guard_size=0 if final else opts.buffer_guard_chunks,
+                out=rnd,
+                echo_of=instruction,
             ):
                 yield event
         except LLMToolsUnsupportedError as exc:
@@ -405,6 +428,10 @@ async def tool_use_flow(ctx: FlowContext) -> AsyncIterator[Event]:
         messages.append(ChatMessage(role="assistant", content="".join(rnd.text), tool_calls=tuple(rnd.calls)))
         retry_tools = False
         failed_run = False
+        if profile_of(ctx.provider).answer_quotes:
+            # a slow small model, whose grounded answer starts with the quotes anyway: holding its first
+            # sentence to check for a restated instruction delays nothing the user is waiting for
+            instruction = " ".join(output.instruction for output, _, _ in results if output is not None)
         for p, (output, error, ms) in zip(prepared, results, strict=True):
             if output is not None:
                 ctx.state.path = "A"

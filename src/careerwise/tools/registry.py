@@ -38,6 +38,9 @@ class ToolOutput:
     quotes: tuple[Quote, ...] = ()
     # the section headings of the article that answers best, shown with the quotes
     outline: Outline | None = None
+    # the instruction at the end of ``content`` on how to answer from it: an answer that opens by saying
+    # it back has that opening dropped (llm/echo.py)
+    instruction: str = ""
 
 
 class Tool(Protocol):

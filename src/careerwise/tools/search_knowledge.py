@@ -254,13 +254,15 @@ class SearchKnowledgeTool:
                 # a passage cannot close its own fence: the markers in its head and its text are defused
                 head = head_line(h.chunk.title, h.chunk.section)
                 lines.append(f"[{n}] source={h.chunk.document_id} | {head}\n{fenced(text)}")
-        lines.append((ANSWER_FROM_ARTICLES if articles else ANSWER_FROM_PASSAGES)[0 if zh else 1])
+        instruction = (ANSWER_FROM_ARTICLES if articles else ANSWER_FROM_PASSAGES)[0 if zh else 1]
+        lines.append(instruction)
         return ToolOutput(
             content="\n\n".join(lines),
             returned=len(hits),
             sources=sources,
             quotes=tuple(chosen),
             outline=outline,
+            instruction=instruction,
         )
 
     def _strong(self, hit: Hit) -> bool:
