@@ -157,6 +157,34 @@ async def test_the_booking_vetoes_bind_the_llm_answer(
 
 
 @pytest.mark.parametrize(
+    ("message", "intent"),
+    [
+        (
+            "嗨 Summer～想問一下第一次面試要準備哪些東西？",
+            "career",
+        ),  # the question after the greeting decides
+        ("hi summer! quick one: how do I answer the weakness question in interviews?", "career"),
+        ("Summer 你好呀，最近過得好嗎", "greeting"),  # asking after her is the greeting itself
+        ("哈囉 Summer，今天天氣真好", "greeting"),  # no question at all
+    ],
+)
+async def test_an_llm_greeting_for_a_greeting_followed_by_a_question_is_career(
+    message: str,
+    intent: str,
+    fake_llm: FakeLLM,
+    provider: OpenAIProvider,
+    make_router: Callable[..., CascadeRouter],
+) -> None:
+    fake_llm.script(text('"greeting"'))
+    router = make_router(provider, always_ask(load_thresholds()))
+    decision = await router.route(message)
+    assert decision.intent == intent
+    assert any("question after the greeting" in r for r in decision.reasons) == (intent == "career")
+    if intent == "career":
+        assert (decision.layer, decision.llm_intent) == ("llm", "greeting")
+
+
+@pytest.mark.parametrize(
     ("reply", "code"),
     [
         (text("I think this is a resume request."), "llm_invalid_json"),

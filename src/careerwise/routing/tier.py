@@ -315,6 +315,11 @@ def _decision(text: str, clauses: list[tuple[str, str]]) -> str | None:
     return None
 
 
+def asks_a_question(text: str) -> bool:
+    """Whether ``text`` has a clause that asks something (the clause rules of :func:`classify_tier`)."""
+    return any(_is_question(clause, end) for clause, end in _clauses(normalise(text)))
+
+
 def classify_tier(message: str) -> TierResult:
     """The tier of a career question, with the reasons (shown on the route event and the trace)."""
     text = normalise(message)
