@@ -279,6 +279,8 @@ def provider_profile(
         passage_budget_tokens=budget or None,
         slow=slow,
         answer_quotes=settings.answer_quotes == "on" or (settings.answer_quotes == "auto" and slow),
+        coverage_hint=settings.search_coverage_hint is True
+        or (settings.search_coverage_hint == "auto" and slow),
         prompt_tokens_per_s=prompt_tps,
         gen_tokens_per_s=gen_tps,
         concurrency=concurrency or (1 if embedded else FULL_DESIGN_MIN_CONCURRENCY),

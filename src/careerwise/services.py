@@ -264,7 +264,6 @@ def build_services(
         max_tool_rounds=settings.max_tool_rounds,
         llm_retries=settings.llm_retries,
         supports_tools=settings.llm_supports_tools,
-        coverage_hint=settings.search_coverage_hint,
         medium_flow=settings.medium_flow,
         deep_design=settings.deep_design,
         deep_step_timeout=settings.resolved_deep_step_timeout,

@@ -44,7 +44,7 @@ async def test_the_phase1_prompt_names_the_articles_the_question_matches(
     fake_llm: FakeLLM, make_services: Callable[..., Services]
 ) -> None:
     fake_llm.script(text("好的。"))
-    await run_turn(make_services(), "怎麼談薪水？")
+    await run_turn(make_services(llm_slow=True), "怎麼談薪水？")  # auto: on for a slow provider
     prompt = last_user(fake_llm.requests[0])
     assert prompt.startswith("怎麼談薪水？\n\n（Summer 的知識庫有這個主題的文章：")
     assert SALARY_TITLE in prompt and "searchKnowledge" in prompt
@@ -54,7 +54,7 @@ async def test_an_unrelated_question_is_told_the_knowledge_base_has_nothing(
     fake_llm: FakeLLM, make_services: Callable[..., Services]
 ) -> None:
     fake_llm.script(text("好的。"))
-    await run_turn(career_flow(make_services()), "紅燒肉怎麼做才好吃")
+    await run_turn(career_flow(make_services(search_coverage_hint=True)), "紅燒肉怎麼做才好吃")
     prompt = last_user(fake_llm.requests[0])
     assert prompt == "紅燒肉怎麼做才好吃\n\n（Summer 的知識庫沒有這個主題的文章，直接回答。）"
 
@@ -63,15 +63,25 @@ async def test_without_the_hint_the_prompt_says_nothing_of_coverage(
     fake_llm: FakeLLM, make_services: Callable[..., Services]
 ) -> None:
     fake_llm.script(text("好的。"))
-    await run_turn(make_services(search_coverage_hint=False), "怎麼談薪水？")
+    await run_turn(make_services(search_coverage_hint=False, llm_slow=True), "怎麼談薪水？")
     assert last_user(fake_llm.requests[0]) == "怎麼談薪水？"
+
+
+async def test_a_fast_provider_gets_no_note_by_default_so_its_first_text_waits_for_no_search(
+    fake_llm: FakeLLM, make_services: Callable[..., Services]
+) -> None:
+    fake_llm.script(text("好的。"))
+    services = make_services()
+    events = await run_turn(services, "怎麼談薪水？")
+    assert last_user(fake_llm.requests[0]) == "怎麼談薪水？"
+    assert isinstance(events[-1], DoneEvent) and events[-1].status == "ok"
 
 
 async def test_the_note_is_never_stored_as_the_users_words(
     fake_llm: FakeLLM, make_services: Callable[..., Services]
 ) -> None:
     fake_llm.script(text("好的。"), text("好的。"))
-    services = make_services()
+    services = make_services(search_coverage_hint=True)
     events = await run_turn(services, "怎麼談薪水？")
     done = events[-1]
     turn = TurnRequest(message="那年終呢？", conversation_id=done.conversation_id)

@@ -89,10 +89,12 @@ class ProviderSettings(BaseModel):
         "found, its best sentences from anywhere in it under their section headings (article; "
         "docs/local-model.md has both measured).",
     )
-    search_coverage_hint: bool = Field(
-        default=True,
+    search_coverage_hint: bool | Literal["auto"] = Field(
+        default="auto",
         description="The prompt that offers searchKnowledge names the articles the user's message matches "
-        "(or says none does), so that a small model knows when a search will help.",
+        "(or says none does), so that a small model knows when a search will help: true, false, or auto "
+        "(on for a slow provider; a fast one decides well without it and its first text would wait for "
+        "the pre-check's search).",
     )
     llm_connect_timeout: float = Field(default=5.0, gt=0)
     llm_read_timeout: float = Field(

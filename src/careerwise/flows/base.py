@@ -36,7 +36,6 @@ class FlowOptions:
     max_tool_calls: int = 4
     llm_retries: int = 1
     supports_tools: bool = True
-    coverage_hint: bool = True  # the phase-1 prompt names the articles the message matches
     medium_flow: str = "auto"  # auto | chain | streamed: which flow answers a medium question
     deep_design: str = "auto"  # auto | full | compact: the deep design (auto: the provider profile's rule)
     deep_step_timeout: float = _DEADLINES.deep_step_timeout

@@ -351,7 +351,7 @@ async def tool_use_flow(ctx: FlowContext) -> AsyncIterator[Event]:
     specs: Sequence[ToolSpec] = [t.spec for t in offered.values()]
     # the persona is the same for every question (a provider may keep it evaluated); what the knowledge
     # base holds for this question follows the question itself, where a small model weighs it most
-    note = await _coverage_note(ctx, offered) if offered and opts.coverage_hint else ""
+    note = await _coverage_note(ctx, offered) if offered and profile_of(ctx.provider).coverage_hint else ""
     messages: list[ChatMessage] = [
         ChatMessage(role="system", content=prompts.career_system(ctx.zh, persona=ctx.settings.system_prompt)),
         *ctx.history,

@@ -65,6 +65,8 @@ class ProviderProfile:
     passage_budget_tokens: int | None = None
     slow: bool = False
     answer_quotes: bool = False
+    # the phase-1 prompt names the articles the message matches (flows/tool_use.py, prompts.coverage_note)
+    coverage_hint: bool = False
     prompt_tokens_per_s: float | None = None
     gen_tokens_per_s: float | None = None
     concurrency: int = FULL_DESIGN_MIN_CONCURRENCY
