@@ -126,7 +126,7 @@ def test_history_comes_from_the_messages_and_client_system_prompts_are_ignored(
         ("user", "面試要怎麼準備"),
         ("assistant", "準備三個故事。"),  # the sources list this endpoint appended is not fed back
     ]
-    assert turns[2][0] == "user" and turns[2][1].startswith("那薪水呢\n\n（Summer 的知識庫")
+    assert turns[2] == ("user", "那薪水呢")  # a fast provider gets no coverage note by default
     assert len(turns) == 3
 
 

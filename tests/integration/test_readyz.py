@@ -242,6 +242,7 @@ def test_readyz_shows_the_provider_profile_and_the_deep_design_it_picks(
         "passage_budget_tokens": None,
         "slow": False,
         "answer_quotes": False,
+        "coverage_hint": False,
         "prompt_tokens_per_s": 100.0,
         "gen_tokens_per_s": 8.0,
         "concurrency": 1,
