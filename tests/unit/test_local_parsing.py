@@ -23,10 +23,8 @@ from careerwise.llm.local import (
     TextOut,
     ToolCallDetector,
     ToolOut,
-    ZhStreamConverter,
     ensure_model_file,
     find_json_object_end,
-    opencc_converter,
     parse_tool_call,
     render_prompt,
 )
@@ -327,54 +325,6 @@ def test_render_prompt_keeps_assistant_text_before_its_call() -> None:
     prompt = render_prompt([ChatMessage("user", "u"), msg])
     call = '{"name": "searchKnowledge", "arguments": {"query": "q"}}'
     assert f"<|im_start|>assistant\n我查一下。\n{call}<|im_end|>" in prompt
-
-
-# --- zh-TW conversion ---------------------------------------------------------------------------------
-
-
-def test_zh_converter_holds_a_han_run_until_it_ends_so_phrases_convert_whole() -> None:
-    conv = ZhStreamConverter(opencc_converter())
-    out = [conv.feed("我是软"), conv.feed("件工程师。"), conv.feed("信"), conv.feed("息"), conv.flush()]
-    assert out[0] == ""  # the run 我是软 may still be part of a phrase
-    assert out[1] == "我是軟體工程師。"  # 软件 -> 軟體 (a split 软|件 would give 軟件)
-    assert "".join(out) == "我是軟體工程師。資訊"
-
-
-def test_zh_converter_lets_a_long_run_go_but_for_its_tail() -> None:
-    seen: list[str] = []
-
-    def fake(text: str) -> str:
-        seen.append(text)
-        return text
-
-    conv = ZhStreamConverter(fake, holdback=2, max_run=4)
-    assert conv.feed("一二三") == ""
-    assert conv.feed("四五") == "一二三"  # a run of 5 > 4: all but the last 2 go
-    assert conv.feed("六") == ""
-    assert conv.feed("。") == "四五六。"  # a non-Han character ends the run
-    assert conv.flush() == ""
-    assert conv.feed("七") == ""
-    assert conv.flush() == "七"
-    assert conv.flush() == ""
-
-
-def test_zh_converter_does_not_touch_english() -> None:
-    calls: list[str] = []
-
-    def fake(text: str) -> str:
-        calls.append(text)
-        return text.upper()
-
-    conv = ZhStreamConverter(fake)
-    assert conv.feed("Use Python 3.11, ") == "Use Python 3.11, "
-    assert conv.feed("then git.") == "then git."
-    assert calls == []
-
-
-def test_opencc_converter_writes_taiwan_usage() -> None:
-    convert = opencc_converter()
-    assert convert("台湾的软件工程师看视频") == "台灣的軟體工程師看影片"
-    assert convert("面試要穿什麼？") == "面試要穿什麼？"  # already Traditional: unchanged
 
 
 # --- the model file -----------------------------------------------------------------------------------

@@ -37,6 +37,7 @@ LLM_STREAM_CUT = "llm_stream_cut"  # a server cut a stream off when another requ
 LLM_PROFILE_PROBE = "llm_profile_probe"  # GET /models, to tell a llama.cpp server, failed
 QUOTE_SIMILARITY = "quote_similarity"  # embedding the quote candidates failed (word overlap chose)
 ANSWER_LOOP = "answer_loop"  # the model wrote a sentence of its answer again; the answer ended there
+ZH_PHRASES = "zh_phrases"  # OpenCC's phrase tables could not be read: streamed Han runs are held whole
 TASKS = (
     LOCAL_MODEL_WARM,
     LOOP_LAG_PROBE,
@@ -55,6 +56,7 @@ TASKS = (
     LLM_PROFILE_PROBE,
     QUOTE_SIMILARITY,
     ANSWER_LOOP,
+    ZH_PHRASES,
 )
 
 _lock = threading.Lock()  # done-callbacks run on the loop, the others in worker threads
