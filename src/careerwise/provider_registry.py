@@ -178,6 +178,7 @@ class ProviderRegistry:
             measure_speed=measures_speed(s),
             prefix_dir=s.data_dir / "cache" / "llm" if s.local_prefix_cache else None,
             decision_temperature=s.local_decision_temperature,
+            call_threshold=s.local_call_threshold,
         )
 
     async def aclose(self) -> None:

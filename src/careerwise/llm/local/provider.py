@@ -68,6 +68,7 @@ class _GenResult:
     prompt_evaluated: int = 0
     prompt_seconds: float = 0.0
     gen_seconds: float = 0.0
+    call_share: float | None = None  # with a grammar: the call branch's share at the first token
 
 
 class LocalProvider:
@@ -84,12 +85,16 @@ class LocalProvider:
         profile: ProviderProfile = LOCAL_PROFILE,
         prefix_dir: Path | None = None,
         decision_temperature: float = 0.0,
+        call_threshold: float | None = None,
         measure_speed: bool = True,
     ) -> None:
         """``prefix_dir``: where the evaluated first system turn is kept between processes
         (``prefix_store``); None keeps it only in this process's KV cache. ``decision_temperature``: the
         temperature of the first token when a grammar holds it to a call or text (0: the model's most
         likely branch); a call keeps it to its end, text goes on at the request's temperature.
+        ``call_threshold``: decide by the branches' probability instead: a call when the model gives the
+        tokens that open one at least this share of the probability of all tokens that may open either
+        branch (None: the first token is sampled as above).
         ``measure_speed``: fold each generation's reading and writing speeds into ``profile``."""
         self.name = "local"
         self.model = Path(model_path).stem
@@ -114,6 +119,7 @@ class LocalProvider:
         self.load_error: str | None = None  # why the last load failed (/readyz shows it)
         self._constrain = profile.tool_calling == "constrained"
         self._decision_temperature = decision_temperature
+        self._call_threshold = call_threshold
         self._grammar_masked: tuple[int, ...] = ()
         self._grammars: dict[tuple[str, ...], LlamaGrammar] = {}
         self._prefix_store = (
@@ -355,6 +361,7 @@ class LocalProvider:
         the grammar to its end, text drops it after that first token."""
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         generated = 0
+        first_call = False
         finish_reason = "length"
         try:
             started = time.perf_counter()
@@ -371,12 +378,20 @@ class LocalProvider:
 
             first_temp = self._decision_temperature if grammar is not None else temperature
             masked = list(self._grammar_masked) if grammar is not None else []
+            shares: list[float] = []
 
-            def no_false_stop(_ids: Any, scores: Any) -> Any:
-                scores[masked] = -np.inf
+            def first_token(_ids: Any, scores: Any) -> Any:
+                if masked:
+                    scores[masked] = -np.inf
+                if grammar is not None and not shares:  # the first token: the choice of a branch
+                    share, calls, texts = _branch_share(llm, scores)
+                    shares.append(share)
+                    if self._call_threshold is not None:
+                        shut = texts if share >= self._call_threshold else calls
+                        scores[shut] = -np.inf
                 return scores
 
-            processors = LogitsProcessorList([no_false_stop]) if masked else None
+            processors = LogitsProcessorList([first_token]) if grammar is not None or masked else None
             gen_started = time.perf_counter()
             tokens = llm.generate(
                 prompt_tokens, temp=first_temp, grammar=grammar, logits_processor=processors, **_SAMPLING
@@ -397,6 +412,8 @@ class LocalProvider:
                         emit(piece)
                     if generated >= max_tokens:
                         break
+                    if generated == 1:
+                        first_call = raw.startswith(b"{")
                     if grammar is not None and generated == 1 and not raw.startswith(b"{"):
                         # the text branch: the rest is free, so the grammar's per-token cost ends here; the
                         # new generator finds the prompt in the KV cache and reads just this token
@@ -408,12 +425,32 @@ class LocalProvider:
             tail = decoder.decode(b"", final=True)
             if tail:
                 emit(tail)
-            return _GenResult(finish_reason, generated, evaluated, prompt_seconds, gen_seconds)
+            share = shares[0] if shares else None
+            if share is not None:
+                log.info("local: first token %s; the call branch had %.2f of the choice",
+                         "began a call" if first_call else "began text", share)  # fmt: skip
+            return _GenResult(finish_reason, generated, evaluated, prompt_seconds, gen_seconds, share)
         finally:
             emit(_Done())
 
 
 _PREFILL_SLICE = 64
+_BRANCH_TOP = 256  # the first token's likeliest candidates weighed for the branch choice; the rest is noise
+
+
+def _branch_share(llm: Llama, scores: Any) -> tuple[float, Any, Any]:
+    """The call branch's share of the first token's probability, over the likeliest tokens that may open
+    a branch (``llm/grammar.py``: ``{`` opens a call; text opens with anything but ``{``, ``<``, a
+    backtick or white space), and the ids of each branch's opening tokens among them."""
+    top = np.argpartition(scores, -_BRANCH_TOP)[-_BRANCH_TOP:]
+    logits = scores[top].astype(np.float64)
+    probs = np.exp(logits - logits.max())
+    firsts = [(llm.detokenize([int(t)], special=False)[:1] or b"\x00")[0] for t in top]
+    opens_call = np.array([b == 0x7B for b in firsts])
+    opens_text = np.array([b > 0x20 and b not in b"{<`" for b in firsts])
+    total = probs[opens_call].sum() + probs[opens_text].sum()
+    share = float(probs[opens_call].sum() / total) if total > 0 else 0.0
+    return share, top[opens_call], top[opens_text]
 
 
 def _prefill(
