@@ -183,13 +183,13 @@ class ProviderSettings(BaseModel):
         "between a tool call and an answer (0: the model's most likely choice; the rest of the answer is "
         "sampled at the phase's temperature).",
     )
-    local_call_threshold: float | None = Field(
-        default=None,
-        gt=0,
+    local_call_threshold: float = Field(
+        default=0.3,
+        ge=0,
         lt=1,
         description="With local_tool_calling=constrained: decide between a tool call and an answer by the "
         "branches' probability at the first token: a call when the tokens that open one hold at least this "
-        "share (unset: the first token is taken at local_decision_temperature).",
+        "share (decision 0025; 0: the first token is taken at local_decision_temperature).",
     )
     local_tool_calling: Literal["constrained", "text"] = Field(
         default="constrained",

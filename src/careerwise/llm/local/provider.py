@@ -85,7 +85,7 @@ class LocalProvider:
         profile: ProviderProfile = LOCAL_PROFILE,
         prefix_dir: Path | None = None,
         decision_temperature: float = 0.0,
-        call_threshold: float | None = None,
+        call_threshold: float = 0.0,
         measure_speed: bool = True,
     ) -> None:
         """``prefix_dir``: where the evaluated first system turn is kept between processes
@@ -94,7 +94,7 @@ class LocalProvider:
         likely branch); a call keeps it to its end, text goes on at the request's temperature.
         ``call_threshold``: decide by the branches' probability instead: a call when the model gives the
         tokens that open one at least this share of the probability of all tokens that may open either
-        branch (None: the first token is sampled as above).
+        branch (0: the first token is sampled as above).
         ``measure_speed``: fold each generation's reading and writing speeds into ``profile``."""
         self.name = "local"
         self.model = Path(model_path).stem
@@ -119,7 +119,7 @@ class LocalProvider:
         self.load_error: str | None = None  # why the last load failed (/readyz shows it)
         self._constrain = profile.tool_calling == "constrained"
         self._decision_temperature = decision_temperature
-        self._call_threshold = call_threshold
+        self._call_threshold = call_threshold or None
         self._grammar_masked: tuple[int, ...] = ()
         self._grammars: dict[tuple[str, ...], LlamaGrammar] = {}
         self._prefix_store = (
