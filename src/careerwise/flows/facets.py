@@ -33,6 +33,9 @@ FACET_TOP_K = 2
 # hits fetched per facet: a hit the audience guard drops (report_guards.relevant_hits) leaves room for the
 # next relevant one, and each facet still gets its top FACET_TOP_K
 FACET_SEARCH_K = 2 * FACET_TOP_K
+# the user's message searched beside the facets: the articles a facet may draw on
+SITUATION_K = 6
+SITUATION_CHARS = 500  # a long message's opening states the situation; the search reads at most this
 AGENT_MAX_TOKENS = 500
 MAX_FINDINGS = 5
 MAX_INSIGHTS = 3
@@ -247,9 +250,10 @@ Reply with JSON that strictly follows this schema, and nothing else:
 async def facet_search(
     ctx: FlowContext, queries: list[str], emit: Emit, flow: str
 ) -> tuple[list[list[Hit]], list[Hit]] | None:
-    """The facet queries (``facet_queries``) searched in one batch, each in its facet's domain: every
-    facet's hits without those written for an audience the user never names
-    (``report_guards.relevant_facet_hits``), and the dropped ones; None when the search raised
+    """The facet queries (``facet_queries``) searched in one batch, each in its facet's domain, beside the
+    user's message itself over the whole knowledge base: every facet's hits from the articles that the
+    message finds (``situated``), without those written for an audience the user never names
+    (``report_guards.relevant_facet_hits``), and the hits dropped by either; None when the search raised
     (logged; the caller reports it)."""
     kb = ctx.kb
     assert kb is not None
@@ -257,16 +261,51 @@ async def facet_search(
     t0 = time.perf_counter()
     try:
         found = await kb.search_many(
-            queries,
-            top_k=FACET_SEARCH_K,
-            candidates=max(ctx.settings.rerank_candidates, FACET_SEARCH_K),
-            domains=[[f.domain] for f in FACETS],
+            [*queries, ctx.message[:SITUATION_CHARS]],
+            top_k=SITUATION_K,
+            candidates=max(ctx.settings.rerank_candidates, SITUATION_K),
+            domains=[*([f.domain] for f in FACETS), None],
         )
     except Exception:
         log.exception("%s: the facet search failed", flow)
         return None
     finally:
         ctx.state.timings["facet_search_ms"] = 1000 * (time.perf_counter() - t0)
-    return report_guards.relevant_facet_hits(
-        [res.hits for res in found], report_guards.user_messages(ctx), top_k=FACET_TOP_K
+    situation = found[-1].hits[:SITUATION_K]
+    per_facet, off_situation = situated([res.hits[:FACET_SEARCH_K] for res in found[:-1]], situation)
+    kept, off_audience = report_guards.relevant_facet_hits(
+        per_facet, report_guards.user_messages(ctx), top_k=FACET_TOP_K
     )
+    return kept, off_situation + off_audience
+
+
+def situated(per_facet: list[list[Hit]], situation: list[Hit]) -> tuple[list[list[Hit]], list[Hit]]:
+    """Each facet's hits restricted to the articles that the user's message finds (``situation``, its
+    own search over every domain, relevance gate applied), so that a facet never cites an article of its
+    domain that is about something else (a technical-interview plan for an accountant's decision).
+
+    A facet keeps its own hits from those articles first; then the message's hits in the facet's domain;
+    then the message's hits that no facet has taken yet, best first; each up to ``FACET_SEARCH_K``. A
+    facet left with none gets nothing (its section says it has no analysis). When the message finds
+    nothing at all, the facet searches stand as they are. Returns the facets' hits and the facet hits
+    dropped for lying outside the situation (among the first ``FACET_TOP_K`` of their facet)."""
+    if not situation:
+        return per_facet, []
+    articles = {h.chunk.document_id for h in situation}
+    out: list[list[Hit]] = []
+    dropped: list[Hit] = []
+    for facet, hits in zip(FACETS, per_facet, strict=True):
+        chosen = [h for h in hits if h.chunk.document_id in articles]
+        dropped.extend(h for h in hits[:FACET_TOP_K] if h.chunk.document_id not in articles)
+        chosen += [h for h in situation if h.chunk.domain == facet.domain and not _has(chosen, h)]
+        out.append(chosen[:FACET_SEARCH_K])
+    taken = {h.chunk.id for hits in out for h in hits}
+    spare = [h for h in situation if h.chunk.id not in taken]
+    for hits in out:
+        while len(hits) < FACET_TOP_K and spare:
+            hits.append(spare.pop(0))
+    return out, dropped
+
+
+def _has(hits: list[Hit], hit: Hit) -> bool:
+    return any(h.chunk.id == hit.chunk.id for h in hits)
