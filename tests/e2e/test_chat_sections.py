@@ -11,7 +11,7 @@ from playwright.sync_api import Page, expect
 from tests.conftest import LiveServer
 from tests.e2e.chat_page import LAST_ANSWER, Watch, ask, open_chat, wait_finished
 from tests.fakes.fake_llm import FakeLLM
-from tests.integration.test_deep_answers import AGENTS, as_json, responder
+from tests.integration.test_deep_answers import AGENTS, COMPLEX, as_json, responder
 
 
 def test_the_first_section_shows_before_the_report_and_the_report_replaces_the_sections_once(
@@ -26,7 +26,7 @@ def test_the_first_section_shows_before_the_report_and_the_report_replaces_the_s
     server = live_server(deep_design="compact", deep_step_timeout=120.0, deep_turn_timeout=240.0)
     watch = Watch(server.url).attach(page)
     open_chat(page, server.url)
-    ask(page, "該不該離職？")  # routed by the real cascade: a decision question is complex
+    ask(page, COMPLEX)  # routed by the real cascade: a decision question is complex
 
     answer = page.locator(LAST_ANSWER)
     sections = answer.locator(".report-section")

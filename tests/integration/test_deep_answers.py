@@ -32,7 +32,7 @@ from careerwise.store import Chunk, Resume, Trace, TraceEvent, User
 from tests.conftest import LiveServer, parse_sse, ready
 from tests.fakes.fake_llm import FakeLLM, Reply, error, stall, text
 
-COMPLEX = "該不該離職"
+COMPLEX = "我是工程師，月薪只有基本工資多一點，該不該離職？技能要怎麼盤點？面試行為題怎麼答？"
 MEDIUM = "我想轉職前端但沒有相關經驗"
 FAST = {"deep_step_timeout": 3.0, "deep_turn_timeout": 15.0}
 
@@ -203,9 +203,11 @@ async def test_complex_question_gets_a_four_section_report_from_three_concurrent
     assert report.path == "parallel" and report.missing_facets == [] and report.dropped_statements == 0
     assert "29,500" in section(report, "市場分析")
     assert [s.risk_level for s in report.sections] == ["medium", "low", "high", None]
-    # one batched search, three queries written for the situation, each in its own domain
-    assert len(searches) == 1 and len(searches[0]) == 3
-    assert len(set(searches[0])) == 3 and all("離職" in q and q != COMPLEX for q in searches[0])
+    # one batched search: three queries written for the situation, each in its own domain, and the
+    # user's message itself, whose articles the facets keep to
+    assert len(searches) == 1 and len(searches[0]) == 4 and searches[0][3] == COMPLEX
+    facet_queries = searches[0][:3]
+    assert len(set(facet_queries)) == 3 and all("離職" in q and q != COMPLEX for q in facet_queries)
     domain_of = {c.document_id: c.domain for c in services.kb.index.chunks}
     for heading, domain in (
         ("市場分析", "market_salary"),

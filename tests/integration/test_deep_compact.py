@@ -292,7 +292,7 @@ async def test_a_finding_that_only_echoes_the_users_question_is_not_a_fact(
     fake_llm: FakeLLM, make_services: Callable[..., Services]
 ) -> None:
     market = {
-        "findings": [COMPLEX + "？值得嗎？我現在該不該離職呢", "2026 年起基本工資為每月 29,500 元"],
+        "findings": ["該不該離職？值得嗎？我現在該不該離職呢", "2026 年起基本工資為每月 29,500 元"],
         "insights": ["先用基本工資倍數法評估目前薪資的位置"],
         "risk_level": "low",
     }

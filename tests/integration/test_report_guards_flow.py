@@ -12,6 +12,7 @@ from sqlalchemy import select
 from careerwise.engine import HistoryItem, TurnRequest
 from careerwise.events import ProgressEvent
 from careerwise.flows import report_guards
+from careerwise.flows.facets import SITUATION_K, best_of_articles
 from careerwise.services import Services
 from careerwise.store import TraceEvent
 from tests.conftest import ready
@@ -49,7 +50,7 @@ MERGE: dict[str, Any] = {
     "actions": [
         {"text": REPEATED, "cites": ["A6"]},
         {"text": REPEATED + "。", "cites": ["A6"]},
-        {"text": "列出目前技能的資產與負債，再準備離職原因的正向講法", "cites": ["B4", "C4"]},
+        {"text": "列出目前技能的資產與負債，選一個方向深耕一年", "cites": ["B4", "B5"]},
     ],
 }
 
@@ -62,33 +63,45 @@ async def test_the_parallel_report_reaches_the_client_cleaned_with_the_counts(
     found: list[Any] = []
     original = services.kb.search_many
 
+    situation: list[str] = []
+
     async def spy(queries: Any, **kw: Any) -> Any:
-        found.extend(await original(queries, **kw))
-        return found
+        results = await original(queries, **kw)
+        found.extend(results[:3])  # the facets' own searches; the last is the user's message
+        situation.extend(h.chunk.document_id for h in best_of_articles(results[3].hits, SITUATION_K))
+        return results
 
     services.kb.search_many = spy
     events = await run_turn(services, ACCOUNTANT)
 
     report = report_of(events)
-    assert report.path == "parallel" and report.dropped_statements == 0  # the merge guard let them all pass
+    # the merge guard lets every statement pass but the practice one: it cites C items, and no interview
+    # article is among those the accountant's message finds, so that facet has none
+    assert report.path == "parallel" and report.dropped_statements == 1
     market = section(report, "市場分析")
     assert "溝通能力" not in market  # the user never said it
     assert "高於平均" not in market and "平均約 4.5–4.7 萬；你的 4 萬低於這個水準" in market
     assert "29,500" in market  # the rest stays
     actions = section(report, "行動建議")
-    assert actions.count(REPEATED) == 1 and "正向講法" in actions
+    assert actions.count(REPEATED) == 1 and "深耕一年" in actions
     assert report.guards is not None
     assert report.guards["invented_user_statements"] == 1
     assert report.guards["wrong_comparisons"] == 1
     assert report.guards["duplicate_items"] == 1
-    # the facet hits an agent would have seen that were written for engineers: not cited, counted
+    # the facet hits an agent would have seen that were written for engineers, or that lie outside the
+    # articles the user's message finds: not cited, counted
     engineers = [
         h.chunk.document_id
         for res in found
         for h in res.hits[:2]
         if report_guards.article_audiences(h.chunk.title) == {"software"}
     ]
-    assert engineers and report.guards["off_domain_hits"] == len(engineers)
+    elsewhere = [
+        h.chunk.document_id for res in found for h in res.hits[:2] if h.chunk.document_id not in situation
+    ]
+    assert engineers and set(engineers) <= set(elsewhere) | set(situation)
+    assert report.guards["off_domain_hits"] >= len(elsewhere) > 0
+    assert report.missing_facets == ["practice: no_knowledge"]  # no interview article is about this
     cited = {src.id for sec in report.sections for src in sec.sources}
     assert cited and not cited & set(engineers)
     # the section events carry the same guarded text as the report

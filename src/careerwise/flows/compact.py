@@ -293,7 +293,7 @@ async def run_compact(ctx: FlowContext, budget: Budget, emit: Emit, out: Compact
     facet_hits, off_domain = searched
     if off_domain:
         dropped_hits = "; ".join(f"{h.chunk.document_id} ({h.chunk.domain})" for h in off_domain)
-        log.info("compact: facet hits written for another audience: %s", dropped_hits)
+        log.info("compact: facet hits outside the situation or for another audience: %s", dropped_hits)
         emit(ProgressEvent(stage="facet_search", detail=f"off-domain hits dropped: {dropped_hits}"))
     results = [AgentResult(f, hits) for f, hits in zip(FACETS, facet_hits, strict=True)]
     guard = SectionGuard(ctx, len(off_domain))

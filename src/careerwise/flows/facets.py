@@ -33,6 +33,10 @@ FACET_TOP_K = 2
 # hits fetched per facet: a hit the audience guard drops (report_guards.relevant_hits) leaves room for the
 # next relevant one, and each facet still gets its top FACET_TOP_K
 FACET_SEARCH_K = 2 * FACET_TOP_K
+# the user's message searched beside the facets: the articles a facet may draw on
+SITUATION_K = 5
+SITUATION_POOL = 24  # the message's ranked hits read for those articles
+SITUATION_CHARS = 500  # a long message's opening states the situation; the search reads at most this
 AGENT_MAX_TOKENS = 500
 MAX_FINDINGS = 5
 MAX_INSIGHTS = 3
@@ -247,9 +251,10 @@ Reply with JSON that strictly follows this schema, and nothing else:
 async def facet_search(
     ctx: FlowContext, queries: list[str], emit: Emit, flow: str
 ) -> tuple[list[list[Hit]], list[Hit]] | None:
-    """The facet queries (``facet_queries``) searched in one batch, each in its facet's domain: every
-    facet's hits without those written for an audience the user never names
-    (``report_guards.relevant_facet_hits``), and the dropped ones; None when the search raised
+    """The facet queries (``facet_queries``) searched in one batch, each in its facet's domain, beside the
+    user's message itself over the whole knowledge base: every facet's hits from the articles that the
+    message finds (``situated``), without those written for an audience the user never names
+    (``report_guards.relevant_facet_hits``), and the hits dropped by either; None when the search raised
     (logged; the caller reports it)."""
     kb = ctx.kb
     assert kb is not None
@@ -257,16 +262,57 @@ async def facet_search(
     t0 = time.perf_counter()
     try:
         found = await kb.search_many(
-            queries,
-            top_k=FACET_SEARCH_K,
-            candidates=max(ctx.settings.rerank_candidates, FACET_SEARCH_K),
-            domains=[[f.domain] for f in FACETS],
+            [*queries, ctx.message[:SITUATION_CHARS]],
+            top_k=SITUATION_POOL,
+            candidates=max(ctx.settings.rerank_candidates, SITUATION_POOL),
+            domains=[*([f.domain] for f in FACETS), None],
         )
     except Exception:
         log.exception("%s: the facet search failed", flow)
         return None
     finally:
         ctx.state.timings["facet_search_ms"] = 1000 * (time.perf_counter() - t0)
-    return report_guards.relevant_facet_hits(
-        [res.hits for res in found], report_guards.user_messages(ctx), top_k=FACET_TOP_K
+    situation = best_of_articles(found[-1].hits, SITUATION_K)
+    log.info("%s: the situation's articles: %s", flow, ", ".join(h.chunk.document_id for h in situation))
+    per_facet, off_situation = situated([res.hits[:FACET_SEARCH_K] for res in found[:-1]], situation)
+    kept, off_audience = report_guards.relevant_facet_hits(
+        per_facet, report_guards.user_messages(ctx), top_k=FACET_TOP_K
     )
+    return kept, off_situation + off_audience
+
+
+def situated(per_facet: list[list[Hit]], situation: list[Hit]) -> tuple[list[list[Hit]], list[Hit]]:
+    """Each facet's hits restricted to the articles that the user's message finds (``situation``: its own
+    search over every domain, relevance gate applied), so that a facet never cites an article of its
+    domain that is about something else (a technical-interview plan for an accountant's decision).
+
+    A facet keeps its own hits from those articles, then the message's hits in the facet's domain, up to
+    ``FACET_SEARCH_K``; a facet whose domain the situation does not reach gets none (seed 001: its section
+    says there is no analysis, and its agent is not called). When the message finds nothing at all, the
+    facet searches stand as they are. Returns the facets' hits and the facet hits dropped for lying
+    outside the situation (among the first ``FACET_TOP_K`` of their facet)."""
+    if not situation:
+        return per_facet, []
+    articles = {h.chunk.document_id for h in situation}
+    out: list[list[Hit]] = []
+    dropped: list[Hit] = []
+    for facet, hits in zip(FACETS, per_facet, strict=True):
+        chosen = [h for h in hits if h.chunk.document_id in articles]
+        dropped.extend(h for h in hits[:FACET_TOP_K] if h.chunk.document_id not in articles)
+        chosen += [h for h in situation if h.chunk.domain == facet.domain and not _has(chosen, h)]
+        out.append(chosen[:FACET_SEARCH_K])
+    return out, dropped
+
+
+def best_of_articles(hits: list[Hit], k: int) -> list[Hit]:
+    """The best hit of each of the first ``k`` articles in ``hits`` (ranked best first)."""
+    seen: dict[str, Hit] = {}
+    for h in hits:
+        if len(seen) == k:
+            break
+        seen.setdefault(h.chunk.document_id, h)
+    return list(seen.values())
+
+
+def _has(hits: list[Hit], hit: Hit) -> bool:
+    return any(h.chunk.id == hit.chunk.id for h in hits)

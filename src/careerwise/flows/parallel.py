@@ -146,7 +146,7 @@ async def run_parallel(ctx: FlowContext, budget: Budget, emit: Emit, out: Parall
     facet_hits, off_domain = searched
     if off_domain:  # counted on the report (guards.off_domain_hits), named here
         dropped = "; ".join(f"{h.chunk.document_id} ({h.chunk.domain})" for h in off_domain)
-        log.info("parallel: facet hits written for another audience: %s", dropped)
+        log.info("parallel: facet hits outside the situation or for another audience: %s", dropped)
     results = [AgentResult(f, hits) for f, hits in zip(FACETS, facet_hits, strict=True)]
     out.results = results
     out.hits = [h for r in results for h in r.hits]
