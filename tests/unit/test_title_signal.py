@@ -10,12 +10,15 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
+from careerwise.knowledge.dense import ExactScores, QuantizedMatrix
+from careerwise.knowledge.embeddings import detect_lang
 from careerwise.knowledge.index import FusionConfig, IndexedChunk, KnowledgeIndex, fuse
 from careerwise.knowledge.titles import (
     DocumentTitle,
     TitleScores,
     decode_vectors,
     encode_vectors,
+    own_language_lead,
     title_texts,
 )
 
@@ -125,12 +128,19 @@ def _reference(
     domains: list[str] | None,
     pool: int,
 ) -> tuple[list[int], list[float]]:
-    """Each boost added to the dense score of its document's best chunk (summed in float64, kept in
-    float32), every chunk fused, a full stable sort."""
+    """Unless the searched chunks in the query's language lead the others by ``title_max_lead``, each
+    boost added to the dense score of its document's best chunk (summed in float64, kept in float32);
+    every chunk fused, a full stable sort."""
     dense, lexical = index.dense_scores(query, qvec), index.lexical_scores(query)
     idx = np.flatnonzero(index.domain_mask_for(domains)) if domains else np.arange(len(index.chunks))
     d, lex = dense[idx].copy(), lexical[idx]
-    for boost in index.title_boosts(query, qvec, fusion):
+    own = np.array([detect_lang(f"{index.chunks[i].title} {index.chunks[i].text}") for i in idx])
+    own = own == detect_lang(query)
+    lead = float(d[own].max()) - float(d[~own].max()) if own.any() and (~own).any() else -1.0
+    boosts = index.title_boosts(query, qvec, fusion)
+    if fusion.title_max_lead is not None and (lead >= fusion.title_max_lead or own.all()):
+        boosts = []
+    for boost in boosts:
         members = [p for p, g in enumerate(idx.tolist()) if g in set(boost.chunks.tolist())]
         if members:
             best = members[int(np.argmax(d[members]))]
@@ -152,9 +162,11 @@ def test_the_ranking_is_the_bonus_added_before_ranking_everything(quantize_from:
         chunks, vectors, version="t", query_means=means, titles=titles, quantize_from=quantize_from
     )
     assert len(chunks) > 4 * 12  # fused_top takes its partial path
-    fusion = FusionConfig(gate=False, min_topic_margin=None, title_weight=0.5, title_documents=3)
+    fusion = FusionConfig(
+        gate=False, min_topic_margin=None, title_weight=0.5, title_documents=3, title_max_lead=0.05
+    )
     plain = replace(fusion, title_weight=0.0)
-    moved = 0
+    moved = held = 0
     for n in range(60):
         query = " ".join(rng.choice(EN_WORDS, 3)) if n % 2 else "".join(rng.choice(ZH_WORDS, 3))
         qvec = _unit(rng.normal(size=DIM).astype(np.float32))
@@ -168,7 +180,13 @@ def test_the_ranking_is_the_bonus_added_before_ranking_everything(quantize_from:
                 assert [h.dense for h in got.hits] == [float(cosines[h.chunk.id]) for h in got.hits]
                 before = index.search(query, qvec, top_k=pool, candidates=pool, fusion=plain, domains=domains)
                 moved += [h.chunk.id for h in before.hits] != ids
+                unlimited = replace(fusion, title_max_lead=None)
+                free = index.search(
+                    query, qvec, top_k=pool, candidates=pool, fusion=unlimited, domains=domains
+                )
+                held += [h.chunk.id for h in free.hits] != ids  # the lead withheld a bonus that moves
     assert moved > 20  # the titles did move the ranking
+    assert held > 5  # and the lead kept it as it was for some questions
 
 
 def test_titles_never_open_or_close_the_gate() -> None:
@@ -191,3 +209,58 @@ def test_titles_never_open_or_close_the_gate() -> None:
         outcomes.add(bool(with_titles.hits))
     assert outcomes == {True, False}  # both verdicts were seen
     assert boosted > 60  # with large bonuses for most questions
+
+
+def test_the_own_languages_lead_is_exact_on_both_dense_paths() -> None:
+    rng = np.random.default_rng(5)
+    vectors = rng.normal(size=(300, DIM)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    q = _unit(rng.normal(size=DIM).astype(np.float32))
+    exact = vectors @ q
+    for _ in range(20):
+        own = rng.random(300) < rng.uniform(0.05, 0.95)
+        want = float(exact[own].max()) - float(exact[~own].max())
+        for scores in (ExactScores(exact), QuantizedMatrix(vectors).scores(q)):
+            assert own_language_lead(scores, own) == pytest.approx(want, abs=1e-6)
+    quantized = QuantizedMatrix(vectors).scores(q)
+    own_language_lead(quantized, rng.random(300) < 0.5)
+    assert quantized.rescored < 100  # only the rows that could be the best were scored exactly
+    everything = np.ones(300, dtype=bool)
+    assert own_language_lead(ExactScores(exact), everything) == np.inf  # nothing to lift
+    assert own_language_lead(ExactScores(exact), ~everything) == -np.inf
+    unscored = np.where(everything, -np.inf, exact).astype(np.float32)  # the HNSW path's missing scores
+    unscored[:10] = exact[:10]
+    assert own_language_lead(ExactScores(unscored), np.arange(300) >= 10) == -np.inf
+
+
+def test_a_clear_lead_of_the_questions_language_keeps_the_plain_ranking() -> None:
+    """A Chinese question whose Chinese article leads the English one by more than the limit is ranked
+    as without titles, however close the English article's Chinese title is; within the limit, the
+    English article is lifted above it."""
+    e = np.eye(DIM, dtype=np.float32)
+    chunks = [
+        IndexedChunk(0, "zh-doc", "薪資行情", "", "market", "二〇二六年基本工資每月兩萬九千五百元"),
+        IndexedChunk(1, "zh-doc", "薪資行情", "", "market", "各產業的薪資中位數與跳槽漲幅"),
+        IndexedChunk(
+            2, "en-doc", "Counter-offers", "", "market", "Should you stay when your company pays more"
+        ),
+    ]
+    titles = [_title("en-doc", ["Counter-offers", "公司加薪留人該留下嗎"], [e[3], e[4]])]
+    fusion = FusionConfig(gate=False, min_topic_margin=None, lexical_weight=0.0, title_weight=1.0)
+    query = "薪資行情 該不該離職"
+
+    def ranking(chunk_vectors: list[npt.NDArray[np.float32]], limit: float | None) -> list[str]:
+        index = KnowledgeIndex(chunks, np.vstack(chunk_vectors), version="t", titles=titles)
+        qvec = _unit(e[0] + 0.6 * e[4])  # close to the first chunk and to the English article's title
+        hits = index.search(
+            query, qvec, top_k=3, candidates=3, fusion=replace(fusion, title_max_lead=limit)
+        ).hits
+        return [f"{h.chunk.document_id}:{h.chunk.id}" for h in hits]
+
+    # the chunks' cosines with the question: 0.86, 0.73 and 0.68 (a lead of 0.18), then 0.84 (0.02)
+    clear = [e[0], _unit(e[0] + 0.6 * e[5]), _unit(e[0] + 0.6 * e[1] + 0.5 * e[2])]
+    close = [e[0], _unit(e[0] + 0.6 * e[5]), _unit(e[0] + 0.2 * e[1])]
+    plain = ["zh-doc:0", "zh-doc:1", "en-doc:2"]
+    assert ranking(clear, 0.03) == plain
+    assert ranking(clear, None)[:2] == ["en-doc:2", "zh-doc:0"]  # what the lead prevents
+    assert ranking(close, 0.03)[0] == "en-doc:2"

@@ -168,6 +168,10 @@ class DenseScores(Protocol):
 
     def subset(self, rows: IntArray) -> DenseScores: ...
 
+    def best(self, rows: IntArray) -> float:
+        """The highest score among ``rows``, exactly (-inf for no rows)."""
+        ...
+
     def raised(self, positions: IntArray, deltas: FloatArray) -> DenseScores:
         """The same scores with ``deltas`` added at ``positions`` (distinct), as ``raised_values`` adds
         them; the other rows keep theirs. A new object: this one is unchanged."""
@@ -208,6 +212,9 @@ class ExactScores:
 
     def subset(self, rows: IntArray) -> ExactScores:
         return ExactScores(self.values[rows])
+
+    def best(self, rows: IntArray) -> float:
+        return float(self.values[rows].max()) if len(rows) else -np.inf
 
     def raised(self, positions: IntArray, deltas: FloatArray) -> ExactScores:
         values = self.values.copy()
@@ -334,6 +341,14 @@ class QuantizedScores:
         sub = QuantizedScores(self._matrix, self._q, self._rows[rows], self.approx[rows], self.bound[rows])
         sub._exact, sub._known = self._exact[rows], self._known[rows].copy()
         return sub
+
+    def best(self, rows: IntArray) -> float:
+        """Only the rows whose bound reaches the highest lower bound among ``rows`` are scored exactly."""
+        if not len(rows):
+            return -np.inf
+        cand = rows[self.high[rows] >= self.low[rows].max()]
+        self._ensure(cand)
+        return float(self._exact[cand].max())
 
     def raised(self, positions: IntArray, deltas: FloatArray) -> QuantizedScores:
         """The raised rows are scored exactly first and then known exactly (no bound), so nothing

@@ -84,9 +84,11 @@ class FusionConfig:
     topic_lexical_override: float = 15.0
     # the ranking's title signal (knowledge/titles.py): the title_documents documents whose title in the
     # query's language (not their own) is closest get title_weight x that cosine added to their best
-    # chunk's dense score, for the ranking only (never the gate); 0: off
+    # chunk's dense score, for the ranking only (never the gate); 0: off. Not when the searched chunks
+    # in the query's language lead the others' best dense score by title_max_lead or more (None: always)
     title_weight: float = 0.3
     title_documents: int = 5
+    title_max_lead: float | None = 0.03
     gate: bool = True  # False: rank everything, never answer "no match" (used by the evaluation)
 
 
@@ -256,6 +258,8 @@ class ChunkScoring:
         self.version = version
         self.topic = topic
         self.langs = [detect_lang(f"{c.title} {c.text}") for c in self.chunks]
+        langs = np.array(self.langs, dtype=str)
+        self._lang_masks = {str(lang): langs == lang for lang in np.unique(langs)}
         self.bm25 = lexical_index(self.chunks, tokens)
         self._domains = np.array([c.domain for c in self.chunks]) if self.chunks else np.array([], dtype=str)
         self._domain_masks = domain_masks(self._domains)
@@ -267,6 +271,11 @@ class ChunkScoring:
     ) -> list[TitleBoost]:
         """The documents the ranking lifts for this query's match with their titles (none without titles)."""
         return self.titles.boosts(query, qvec, fusion) if self.titles is not None else []
+
+    def language_mask(self, query: str) -> npt.NDArray[np.bool_]:
+        """The chunks in the query's language (``detect_lang``), as the title signal's lead compares them."""
+        found = self._lang_masks.get(detect_lang(query))
+        return found if found is not None else np.zeros(len(self.chunks), dtype=bool)
 
     def __len__(self) -> int:
         return len(self.chunks)
@@ -364,6 +373,7 @@ class KnowledgeIndex(ChunkScoring):
             pool=max(candidates, top_k),
             domains=domains,
             boosts=self.title_boosts(query, qvec, fusion),
+            own_language=self.language_mask(query),
         )
 
 
@@ -380,13 +390,16 @@ def gate_and_fuse(
     pool: int,
     domains: Sequence[str] | None,
     boosts: Sequence[TitleBoost] = (),
+    own_language: npt.NDArray[np.bool_] | None = None,
 ) -> SearchResult:
     """The part every backend shares once it has dense and BM25 scores for all chunks: the relevance
     gate, the fused ranking over the domain subset, and the hits. A dense score a backend did not
     compute (-inf, the HNSW path) is reported as 0.0. A ``topic_margin`` below the fusion's
     ``min_topic_margin`` matches nothing (knowledge/topic.py), unless some chunk's BM25 score reaches
     ``topic_lexical_override``. ``boosts`` (the title signal) raise chunks' dense scores for the ranking
-    once the gate has decided with the plain ones; hits report the plain dense score."""
+    once the gate has decided with the plain ones, unless the chunks in the query's language
+    (``own_language``) lead the domain subset by the fusion's ``title_max_lead``; hits report the plain
+    dense score."""
     if (
         fusion.gate
         and fusion.min_topic_margin is not None
@@ -408,7 +421,10 @@ def gate_and_fuse(
     if idx.size == 0:
         return SearchResult(query=query, hits=[], matched=0)
     sub = (dense.subset(idx), lexical[idx]) if domains else (dense, lexical)
-    ranked = raise_best_chunks(sub[0], boosts, idx if domains else None)  # the gate used ``dense``
+    own = own_language[idx] if own_language is not None and domains else own_language
+    ranked = raise_best_chunks(  # the gate used ``dense``
+        sub[0], boosts, idx if domains else None, own_language=own, max_lead=fusion.title_max_lead
+    )
     order, fused = fused_top(ranked, sub[1], fusion, pool)
     rows = idx[order]
     dense_hits = dense.at(rows)

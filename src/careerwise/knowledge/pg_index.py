@@ -376,4 +376,5 @@ class PgVectorIndex(ChunkScoring):
             pool=pool,
             domains=domains,
             boosts=boosts,
+            own_language=self.language_mask(query),
         )

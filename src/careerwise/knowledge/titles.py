@@ -14,6 +14,13 @@ are fused. On the dense scale, a chunk that matches clearly better keeps its pla
 close as the best is lifted; the document's other chunks keep their places, so one article does not
 fill the passages the tool hands over.
 
+The bonus only ever favours the other language, so it is withheld where the question's own language
+clearly answers: when, within the searched chunks, the best dense score of a chunk in the question's
+language is ``title_max_lead`` or more above the best of any other chunk (``own_language_lead``), the
+ranking is the plain one. A same-language search with a clear same-language match (a facet search of
+the deep designs, a direct question) is then never reordered toward articles in the other language;
+the bonus acts where the encoder's own-language bias leaves the two languages close.
+
 Titles are embedded as queries (e5's ``query:`` side) and centred with the query means of their language:
 a title is short and question-like, and e5 compares two queries symmetrically (docs/retrieval.md has the
 comparison with titles embedded as passages). The bonus only reorders what the relevance gate let
@@ -42,6 +49,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 IntArray = npt.NDArray[np.intp]
+BoolArray = npt.NDArray[np.bool_]
 
 
 def title_texts(title: str, alt_title: str) -> list[str]:
@@ -174,11 +182,37 @@ class TitleScores:
         ]
 
 
-def raise_best_chunks(dense: DenseScores, boosts: Sequence[TitleBoost], rows: IntArray | None) -> DenseScores:
+def own_language_lead(dense: DenseScores, own: BoolArray) -> float:
+    """The best dense score of a chunk in the question's language (``own``, over ``dense``'s rows) minus
+    the best of the others: +inf when no other chunk has a score, -inf when no own-language one has."""
+    own_best, other_best = dense.best(np.flatnonzero(own)), dense.best(np.flatnonzero(~own))
+    if not np.isfinite(other_best):
+        return float("inf")
+    if not np.isfinite(own_best):
+        return float("-inf")
+    return own_best - other_best
+
+
+def raise_best_chunks(
+    dense: DenseScores,
+    boosts: Sequence[TitleBoost],
+    rows: IntArray | None,
+    *,
+    own_language: BoolArray | None = None,
+    max_lead: float | None = None,
+) -> DenseScores:
     """``dense`` with each boost's bonus added to the dense score of its document's best chunk (the
     first of equal ones), for the fused ranking. ``rows``: the index positions ``dense`` covers (a domain
-    subset, ascending; None: every chunk). Scores with NaN are returned as they are."""
+    subset, ascending; None: every chunk). ``own_language``: which of ``dense``'s rows are in the
+    question's language; with ``max_lead``, ``dense`` is returned as it is when those lead the others by
+    ``max_lead`` or more (``own_language_lead``). Scores with NaN are returned as they are."""
     if not boosts or dense.has_nan():
+        return dense
+    if (
+        own_language is not None
+        and max_lead is not None
+        and own_language_lead(dense, own_language) >= max_lead
+    ):
         return dense
     best: list[int] = []
     bonus: list[float] = []
