@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import itertools
+import re
 from pathlib import Path
 
 import numpy as np
@@ -10,12 +12,14 @@ import pytest
 
 from careerwise.assistant_settings import AssistantSettings
 from careerwise.errors import ToolArgumentsError
-from careerwise.knowledge.chunking import chunk_document, split_sentences
+from careerwise.knowledge.chunking import chunk_document, embedding_text, split_sentences
 from careerwise.knowledge.documents import SourceDocument, UnreadableDocumentError, load_document
 from careerwise.knowledge.index import FusionConfig, IndexedChunk, KnowledgeIndex
-from careerwise.knowledge.lexical import BM25Index, token_string, tokenize
+from careerwise.knowledge.lexical import BM25Index, chunk_text, token_string, tokenize
 from careerwise.knowledge.service import BUNDLED_CORPUS
 from careerwise.tools.search_knowledge import SearchKnowledgeTool
+
+_CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
 def test_sentences_split_on_chinese_and_english_marks() -> None:
@@ -41,6 +45,32 @@ def test_chunks_keep_title_and_section_and_overlap() -> None:
     assert len(rest) > 3 and all(c.section == "第一節" and c.title == "標題" for c in rest)
     for a, b in itertools.pairwise(rest):
         assert b.text.startswith(a.text.split("。")[-2].split("，")[0])  # one sentence of overlap
+
+
+def test_the_other_language_title_is_read_but_never_part_of_a_chunk(tmp_path: Path) -> None:
+    path = tmp_path / "raise.md"
+    path.write_text(
+        "---\ntitle: 跟主管談加薪\nalt_title: Asking your manager for a raise\n---\n## 準備\n先準備三張牌。\n",
+        encoding="utf-8",
+    )
+    doc = load_document(path)
+    assert (doc.title, doc.alt_title) == ("跟主管談加薪", "Asking your manager for a raise")
+    [chunk] = chunk_document(doc)
+    assert chunk.title == "跟主管談加薪"  # what the sources show
+    # the chunk's vector is the one it had before alt titles existed: they have vectors of their own
+    assert embedding_text(chunk.title, chunk.section, chunk.text) == "跟主管談加薪 — 準備\n先準備三張牌。"
+    assert "Asking" not in chunk_text(chunk.title, chunk.section, chunk.text)
+    # a document without one keeps the hash it had, so an install does not re-embed it for nothing
+    plain = SourceDocument(id="d", title="t", text="x", source_path="p")
+    assert plain.sha256 == hashlib.sha256(b"t\nother\nzh-TW\nx").hexdigest()
+    assert plain.sha256 != SourceDocument(id="d", title="t", text="x", source_path="p", alt_title="a").sha256
+
+
+def test_every_bundled_article_names_its_title_in_the_other_language() -> None:
+    for path in sorted(BUNDLED_CORPUS.glob("*.md")):
+        doc = load_document(path)
+        assert doc.alt_title, path.name
+        assert bool(_CJK.search(doc.title)) != bool(_CJK.search(doc.alt_title)), path.name
 
 
 def test_bundled_corpus_is_substantial() -> None:

@@ -168,6 +168,21 @@ class DenseScores(Protocol):
 
     def subset(self, rows: IntArray) -> DenseScores: ...
 
+    def best(self, rows: IntArray) -> float:
+        """The highest score among ``rows``, exactly (-inf for no rows)."""
+        ...
+
+    def raised(self, positions: IntArray, deltas: FloatArray) -> DenseScores:
+        """The same scores with ``deltas`` added at ``positions`` (distinct), as ``raised_values`` adds
+        them; the other rows keep theirs. A new object: this one is unchanged."""
+        ...
+
+
+def raised_values(values: FloatArray, deltas: FloatArray) -> FloatArray:
+    """``values + deltas``, summed in float64 and rounded back to ``values``' type."""
+    out: FloatArray = (values.astype(np.float64) + deltas).astype(values.dtype)
+    return out
+
 
 class ExactScores:
     def __init__(self, values: FloatArray) -> None:
@@ -197,6 +212,14 @@ class ExactScores:
 
     def subset(self, rows: IntArray) -> ExactScores:
         return ExactScores(self.values[rows])
+
+    def best(self, rows: IntArray) -> float:
+        return float(self.values[rows].max()) if len(rows) else -np.inf
+
+    def raised(self, positions: IntArray, deltas: FloatArray) -> ExactScores:
+        values = self.values.copy()
+        values[positions] = raised_values(values[positions], deltas)
+        return ExactScores(values)
 
 
 class QuantizedMatrix:
@@ -318,3 +341,22 @@ class QuantizedScores:
         sub = QuantizedScores(self._matrix, self._q, self._rows[rows], self.approx[rows], self.bound[rows])
         sub._exact, sub._known = self._exact[rows], self._known[rows].copy()
         return sub
+
+    def best(self, rows: IntArray) -> float:
+        """Only the rows whose bound reaches the highest lower bound among ``rows`` are scored exactly."""
+        if not len(rows):
+            return -np.inf
+        cand = rows[self.high[rows] >= self.low[rows].max()]
+        self._ensure(cand)
+        return float(self._exact[cand].max())
+
+    def raised(self, positions: IntArray, deltas: FloatArray) -> QuantizedScores:
+        """The raised rows are scored exactly first and then known exactly (no bound), so nothing
+        rescores them back to their unraised value."""
+        self._ensure(positions)
+        out = self.subset(np.arange(len(self)))
+        value = raised_values(self._exact[positions], deltas)
+        out._exact[positions] = value
+        out.approx[positions] = out.low[positions] = out.high[positions] = value
+        out.bound[positions] = 0.0
+        return out

@@ -31,10 +31,15 @@ class SourceDocument:
     source_path: str
     domain: str = "other"
     lang: str = "zh-TW"
+    # the title in the knowledge base's other language (front matter ``alt_title``): embedded on its own
+    # so that a question in that language finds the article (knowledge/titles.py); never shown, never
+    # searched lexically, never part of a chunk
+    alt_title: str = ""
 
     @property
     def sha256(self) -> str:
-        payload = f"{self.title}\n{self.domain}\n{self.lang}\n{self.text}".encode()
+        alt = f"\n{self.alt_title}" if self.alt_title else ""  # a document without one keeps its old hash
+        payload = f"{self.title}\n{self.domain}\n{self.lang}\n{self.text}{alt}".encode()
         return hashlib.sha256(payload).hexdigest()
 
 
@@ -172,4 +177,5 @@ def _load(path: Path, suffix: str, root: Path | None, max_pdf_pages: int) -> Sou
         source_path=rel,
         domain=domain,
         lang=lang if 0 < len(lang) <= MAX_LANG_CHARS else _guess_lang(text),
+        alt_title=meta.get("alt_title", "")[:MAX_TITLE_CHARS],
     )

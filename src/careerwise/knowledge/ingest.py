@@ -16,6 +16,7 @@ from careerwise.knowledge.embeddings import Embedder
 from careerwise.knowledge.lexical import TOKENIZER_VERSION, chunk_text, token_string
 from careerwise.knowledge.pg_centring import CENTRING_TOLERANCE, CentringSync, sync_centring
 from careerwise.knowledge.pg_index import SET_VECTOR, pgvector_applies, vector_rows
+from careerwise.knowledge.titles import embed_titles, encode_vectors, title_texts
 from careerwise.store import Chunk, Database
 from careerwise.store.knowledge_writes import KnowledgeWrites
 
@@ -240,6 +241,7 @@ async def _write_document(db: Database, embedder: Embedder, doc: SourceDocument)
     drafts = chunk_document(doc)
     texts = [embedding_text(c.title, c.section, c.text) for c in drafts]
     vectors = await asyncio.to_thread(embedder.embed_passages, texts)
+    titles = await asyncio.to_thread(embed_titles, embedder, title_texts(doc.title, doc.alt_title))
     tokens = await asyncio.to_thread(
         lambda: [token_string(chunk_text(c.title, c.section, c.text)) for c in drafts]
     )
@@ -266,6 +268,9 @@ async def _write_document(db: Database, embedder: Embedder, doc: SourceDocument)
         "lang": doc.lang,
         "sha256": doc.sha256,
         "chars": len(doc.text),
+        "alt_title": doc.alt_title,
+        "title_vectors": encode_vectors(titles),  # the ranking's title signal (knowledge/titles.py)
+        "title_model": embedder.name,
     }
     # PostgreSQL: the vectors also go to pgvector's column, where they are searched
     pgvector = (

@@ -24,7 +24,8 @@ Which chunks get a dense score per search:
 * above that: the ``dense_depth`` nearest to q' through the HNSW index
   (``ORDER BY centred_vec <=> :q LIMIT n``, domain filter in ``WHERE``, ``hnsw.ef_search`` the wider
   of ``ef_search`` and the depth, ``hnsw.iterative_scan`` on pgvector >= 0.8 so filters do not starve
-  it), plus the ``dense_depth`` chunks with the best BM25 scores. Chunks outside that set rank after it; ``matched`` counts the relevant
+  it), plus the ``dense_depth`` chunks with the best BM25 scores and the chunks of the documents the title
+  signal lifts (knowledge/titles.py). Chunks outside that set rank after it; ``matched`` counts the relevant
   chunks within it (a lower bound).
 
 Either way a search is one statement in one round trip (``_fetch_scores``: psycopg's pipeline mode, the
@@ -60,6 +61,7 @@ from careerwise.knowledge.pg_centring import (
     sync_centring,
     vector_text,
 )
+from careerwise.knowledge.titles import DocumentTitle
 from careerwise.knowledge.topic import TopicAnchors
 from careerwise.store import Database
 
@@ -119,6 +121,34 @@ def fill_missing_vectors(engine: Engine, embedding_model: str, *, batch: int = 5
     return filled
 
 
+def open_pgvector_index(
+    engine: Engine,
+    chunks: Sequence[IndexedChunk],
+    version: str,
+    embedding_model: str,
+    *,
+    query_means: dict[str, Vector] | None,
+    tokens: Sequence[str] | None,
+    topic: TopicAnchors | None,
+    titles: Sequence[DocumentTitle] | None,
+) -> PgVectorIndex:
+    """The index a load builds on PostgreSQL, once the vectors missing from pgvector's columns are
+    filled in from ``chunks.embedding`` (``fill_missing_vectors``)."""
+    filled = fill_missing_vectors(engine, embedding_model)
+    if filled:
+        log.info("knowledge: copied %d vectors into pgvector", filled)
+    return PgVectorIndex(
+        engine,
+        chunks,
+        version=version,
+        embedding_model=embedding_model,
+        query_means=query_means,
+        tokens=tokens,
+        topic=topic,
+        titles=titles,
+    )
+
+
 class PgVectorIndex(ChunkScoring):
     def __init__(
         self,
@@ -133,12 +163,15 @@ class PgVectorIndex(ChunkScoring):
         exact_up_to: int = 5000,
         tokens: Sequence[str] | None = None,
         topic: TopicAnchors | None = None,
+        titles: Sequence[DocumentTitle] | None = None,
     ) -> None:
         """``query_means`` (``embeddings.query_means(embedder)``) turns on language centring, with the
         passage means stored in the database (``pg_centring``: ``fill_missing_vectors`` or an ingest
-        stores them); ``tokens`` are the stored BM25 tokens and ``topic`` the gate's topic anchors, as
-        for ``KnowledgeIndex``."""
-        super().__init__(chunks, version=version, tokens=tokens, topic=topic)
+        stores them); ``tokens`` are the stored BM25 tokens, ``topic`` the gate's topic anchors and
+        ``titles`` the documents' title vectors (held in process), as for ``KnowledgeIndex``."""
+        super().__init__(
+            chunks, version=version, tokens=tokens, topic=topic, titles=titles, query_means=query_means
+        )
         self.embedding_model = embedding_model
         self.dense_depth = dense_depth
         self.ef_search = ef_search  # HNSW's candidate list when wider than the depth (None: the depth)
@@ -315,14 +348,21 @@ class PgVectorIndex(ChunkScoring):
             lexical = self.lexical_scores(query)
         mask = domain_mask(self._domain_masks, len(self.chunks), domains)
         pool = max(candidates, top_k)
+        boosts = self.title_boosts(query, qvec, fusion)
         if len(self.chunks) <= self.exact_up_to:
             dense = self.dense_scores(query, qvec, domains=domains)
         else:
             depth = min(max(self.dense_depth, pool), HNSW_MAX_EF_SEARCH)
             lexical_best = np.flatnonzero(mask & (lexical > 0))
             lexical_best = lexical_best[stable_top(-lexical[lexical_best], depth)[:depth]]
+            # the lifted documents' chunks are scored too: their best chunk is the one the bonus goes to
+            lifted = [int(i) for b in boosts for i in b.chunks if mask[i]]
             dense = self.dense_scores(
-                query, qvec, domains=domains, depth=depth, extra_ids=self._ids[lexical_best].tolist()
+                query,
+                qvec,
+                domains=domains,
+                depth=depth,
+                extra_ids=[*self._ids[lexical_best].tolist(), *self._ids[lifted].tolist()],
             )
         return gate_and_fuse(
             query,
@@ -335,4 +375,6 @@ class PgVectorIndex(ChunkScoring):
             fusion=fusion,
             pool=pool,
             domains=domains,
+            boosts=boosts,
+            own_language=self.language_mask(query),
         )

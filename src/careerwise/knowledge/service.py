@@ -32,7 +32,6 @@ from careerwise.knowledge.embeddings import (
     CachedEmbedder,
     Embedder,
     Matrix,
-    Vector,
     make_embedder,
     query_means,
 )
@@ -45,9 +44,10 @@ from careerwise.knowledge.index import (
     default_fusion,
 )
 from careerwise.knowledge.ingest import chunk_tokens, current_version
-from careerwise.knowledge.pg_index import PgVectorIndex, fill_missing_vectors, pgvector_applies
+from careerwise.knowledge.pg_index import PgVectorIndex, open_pgvector_index, pgvector_applies
 from careerwise.knowledge.rerank import Reranker
-from careerwise.knowledge.topic import TopicAnchors, topic_anchors
+from careerwise.knowledge.titles import load_titles
+from careerwise.knowledge.topic import topic_anchors
 from careerwise.store import Chunk, Database
 from careerwise.tracing import background
 
@@ -203,20 +203,32 @@ class KnowledgeBase:
             )
             means = await asyncio.to_thread(query_means, embedder)  # for language centring
             topic = await asyncio.to_thread(topic_anchors, embedder)  # for the gate's topic margin
-            if in_db:
-                self._index = await asyncio.to_thread(
-                    self._pgvector_index, chunks, version, embedder.name, means, tokens, topic
-                )
-            else:
-                self._index = await asyncio.to_thread(
-                    KnowledgeIndex,
+            titles = await load_titles(self._db, embedder)  # for the ranking's title signal
+            engine = self._db.blocking_engine() if in_db else None
+
+            def build() -> SearchIndex:  # PostgreSQL: the vectors stay in pgvector
+                if engine is not None:
+                    return open_pgvector_index(
+                        engine,
+                        chunks,
+                        version,
+                        embedder.name,
+                        query_means=means,
+                        tokens=tokens,
+                        topic=topic,
+                        titles=titles,
+                    )
+                return KnowledgeIndex(
                     chunks,
                     vectors,
                     version=version,
                     query_means=means,
                     tokens=tokens,
                     topic=topic,
+                    titles=titles,
                 )
+
+            self._index = await asyncio.to_thread(build)
             if self.blas_threads is not None:
                 set_blas_threads(self.blas_threads)
             prepare = getattr(self.reranker, "prepare", None)
@@ -228,30 +240,6 @@ class KnowledgeBase:
             log.exception("knowledge: failed to load the index")
             self._error = f"{type(exc).__name__}: {exc}"
             self._index = None
-
-    def _pgvector_index(
-        self,
-        chunks: list[IndexedChunk],
-        version: str,
-        model: str,
-        means: dict[str, Vector],
-        tokens: list[str],
-        topic: TopicAnchors,
-    ) -> PgVectorIndex:
-        """PostgreSQL: the vectors stay in pgvector (filled in from ``embedding`` where missing)."""
-        engine = self._db.blocking_engine()
-        filled = fill_missing_vectors(engine, model)
-        if filled:
-            log.info("knowledge: copied %d vectors into pgvector", filled)
-        return PgVectorIndex(
-            engine,
-            chunks,
-            version=version,
-            embedding_model=model,
-            query_means=means,
-            tokens=tokens,
-            topic=topic,
-        )
 
     def mark_failed(self, error: str) -> None:
         self._error = error

@@ -2,7 +2,8 @@
 a document replaced with its chunks in one transaction, so a failure leaves it as it was (its old
 version, or nothing) and never half of it; stale documents deleted with their chunks in one
 transaction; and the knowledge base's meta values (its version, the tokenizer its stored tokens
-follow). Writing tokens back is best effort: a failure is logged and reported, never raised."""
+follow). Writing tokens or title vectors back is best effort: a failure is logged and reported, never
+raised."""
 
 from __future__ import annotations
 
@@ -21,6 +22,12 @@ __all__ = ["KnowledgeWrites"]
 log = logging.getLogger(__name__)
 _SET_TOKENS = text("UPDATE chunks SET lexical_tokens = :tokens WHERE id = :id")
 _TOKEN_BATCH = 1000  # rows per UPDATE sent when writing tokens back
+# written only while the document still has the titles the vectors were made from (an ingest may have
+# replaced them since they were read)
+_SET_TITLE_VECTORS = text(
+    "UPDATE documents SET title_vectors = :vectors, title_model = :model "
+    "WHERE id = :id AND title = :title AND alt_title = :alt_title"
+)
 
 
 class KnowledgeWrites:
@@ -37,6 +44,39 @@ class KnowledgeWrites:
         """Every stored document, by id."""
         async with self.db.session() as s:
             return {d.id: d for d in (await s.scalars(select(Document))).all()}
+
+    async def titles(self) -> list[tuple[str, str, str, bytes | None, str | None]]:
+        """Every document's (id, title, alt title, title vectors, the model that made them), by id."""
+        async with self.db.session() as s:
+            rows = await s.execute(
+                select(
+                    Document.id,
+                    Document.title,
+                    Document.alt_title,
+                    Document.title_vectors,
+                    Document.title_model,
+                ).order_by(Document.id)
+            )
+            return [(r[0], r[1], r[2], r[3], r[4]) for r in rows.all()]
+
+    async def store_title_vectors(self, rows: Sequence[tuple[str, str, str, bytes]], *, model: str) -> bool:
+        """Writes each (document id, title, alt title, vectors) as made by ``model``, where the document
+        still has that title and alt title, in one transaction. False when that failed (logged)."""
+        try:
+            async with self.db.session() as s, s.begin():
+                await s.execute(
+                    _SET_TITLE_VECTORS,
+                    [
+                        {"id": i, "title": t, "alt_title": a, "vectors": v, "model": model}
+                        for i, t, a, v in rows
+                    ],
+                )
+        except SQLAlchemyError:
+            log.exception(
+                "knowledge: could not store the title vectors of %d documents; next load retries", len(rows)
+            )
+            return False
+        return True
 
     async def delete_documents(self, ids: Sequence[str]) -> None:
         """Deletes the documents ``ids`` and their chunks, in one transaction."""

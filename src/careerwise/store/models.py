@@ -125,6 +125,14 @@ class Document(Base):
     sha256: Mapped[str] = mapped_column(String(64))
     chars: Mapped[int] = mapped_column(Integer, default=0)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    # the title in the other language (front matter ``alt_title``; empty when none) and both titles'
+    # vectors (knowledge/titles.py: float32 rows, the title's first), with the model that made them (0021).
+    # Deferred: only the index's load reads the vectors, with a select of its own
+    alt_title: Mapped[str] = mapped_column(String(300), default="", server_default="")
+    title_vectors: Mapped[bytes | None] = mapped_column(
+        LargeBinary, nullable=True, default=None, deferred=True
+    )
+    title_model: Mapped[str | None] = mapped_column(String(40), nullable=True, default=None)
 
 
 class Chunk(Base):
