@@ -1,5 +1,5 @@
 """The embedded model's first-token choice between a tool call and an answer, read as the two branches'
-shares of the model's probability (``llm/local/provider.py``)."""
+shares of the model's probability (``llm/local/branch.py``)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from careerwise.llm.local import provider as local_provider
+from careerwise.llm.local import branch
 
 # the vocabulary of a stand-in model: what each token id reads as
 VOCAB = ['{"', "{", "To", "你", " the", "\n", "<tool_call>", "`", "Sum", "好"]
@@ -28,7 +28,7 @@ def scores(probs: dict[str, float]) -> Any:
 
 @pytest.fixture(autouse=True)
 def small_top(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(local_provider, "_BRANCH_TOP", len(VOCAB))
+    monkeypatch.setattr(branch, "BRANCH_TOP", len(VOCAB))
 
 
 def test_the_call_share_sums_each_branch_over_its_opening_tokens() -> None:
@@ -43,7 +43,7 @@ def test_the_call_share_sums_each_branch_over_its_opening_tokens() -> None:
         "\n": 0.03,
         "<tool_call>": 0.02,
     }
-    share, calls, texts = local_provider._branch_share(Vocab(), scores(probs))  # type: ignore[arg-type]
+    share, calls, texts = branch.branch_share(Vocab(), scores(probs))  # type: ignore[arg-type]
     assert share == pytest.approx(0.3 / 0.9, abs=1e-3)
     assert sorted(VOCAB[i] for i in calls) == ["{", '{"']
     assert sorted(VOCAB[i] for i in texts) == sorted(["To", "你", "好", "Sum"])  # not the fence
@@ -52,5 +52,5 @@ def test_the_call_share_sums_each_branch_over_its_opening_tokens() -> None:
 def test_a_call_that_no_single_token_favours_can_still_hold_the_larger_share() -> None:
     # the likeliest single token opens text (0.3), yet the two call openers hold 0.55 of the choice
     probs = {'{"': 0.28, "{": 0.27, "To": 0.3, "你": 0.15}
-    share, _, _ = local_provider._branch_share(Vocab(), scores(probs))  # type: ignore[arg-type]
+    share, _, _ = branch.branch_share(Vocab(), scores(probs))  # type: ignore[arg-type]
     assert share == pytest.approx(0.55, abs=1e-3)

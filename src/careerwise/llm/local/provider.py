@@ -29,6 +29,7 @@ import numpy as np
 
 from careerwise.errors import LLMError, LLMUnavailableError
 from careerwise.llm.grammar import call_or_text
+from careerwise.llm.local.branch import branch_share
 from careerwise.llm.local.chatml import IM_END, IM_START, render_prompt
 from careerwise.llm.local.weights import _import_llama, _model_id, _model_params, _unavailable
 from careerwise.llm.prefix_store import PrefixStore
@@ -384,7 +385,7 @@ class LocalProvider:
                 if masked:
                     scores[masked] = -np.inf
                 if grammar is not None and not shares:  # the first token: the choice of a branch
-                    share, calls, texts = _branch_share(llm, scores)
+                    share, calls, texts = branch_share(llm, scores)
                     shares.append(share)
                     if self._call_threshold is not None:
                         shut = texts if share >= self._call_threshold else calls
@@ -435,22 +436,6 @@ class LocalProvider:
 
 
 _PREFILL_SLICE = 64
-_BRANCH_TOP = 256  # the first token's likeliest candidates weighed for the branch choice; the rest is noise
-
-
-def _branch_share(llm: Llama, scores: Any) -> tuple[float, Any, Any]:
-    """The call branch's share of the first token's probability, over the likeliest tokens that may open
-    a branch (``llm/grammar.py``: ``{`` opens a call; text opens with anything but ``{``, ``<``, a
-    backtick or white space), and the ids of each branch's opening tokens among them."""
-    top = np.argpartition(scores, -_BRANCH_TOP)[-_BRANCH_TOP:]
-    logits = scores[top].astype(np.float64)
-    probs = np.exp(logits - logits.max())
-    firsts = [(llm.detokenize([int(t)], special=False)[:1] or b"\x00")[0] for t in top]
-    opens_call = np.array([b == 0x7B for b in firsts])
-    opens_text = np.array([b > 0x20 and b not in b"{<`" for b in firsts])
-    total = probs[opens_call].sum() + probs[opens_text].sum()
-    share = float(probs[opens_call].sum() / total) if total > 0 else 0.0
-    return share, top[opens_call], top[opens_text]
 
 
 def _prefill(
