@@ -13,7 +13,7 @@ import pytest
 from careerwise.events import RouteEvent
 from careerwise.knowledge.embeddings import Embedder, Matrix
 from careerwise.llm.openai_provider import OpenAIProvider
-from careerwise.routing import INTENTS, CascadeRouter, LLMIntentClassifier, load_thresholds
+from careerwise.routing import INTENTS, CascadeRouter, LLMIntentClassifier, RouteDecision, load_thresholds
 from careerwise.routing.evaluation import embed_messages, evaluate, load_messages
 from careerwise.routing.thresholds import NEVER, Thresholds
 from tests.fakes.fake_llm import FakeLLM, error, stall, text
@@ -134,6 +134,18 @@ async def test_llm_layer_valid_json(
     assert request["messages"][-1]["content"] == "我做了一份新的作品介紹，想聽聽意見"
 
 
+async def route_with_llm_label(
+    label: str,
+    message: str,
+    fake_llm: FakeLLM,
+    provider: OpenAIProvider,
+    make_router: Callable[..., CascadeRouter],
+) -> RouteDecision:
+    """Route ``message`` with the LLM layer always asked, and answering ``label``."""
+    fake_llm.script(text(f'"{label}"'))
+    return await make_router(provider, always_ask(load_thresholds())).route(message)
+
+
 @pytest.mark.parametrize(
     ("message", "intent"),
     [
@@ -149,9 +161,7 @@ async def test_the_booking_vetoes_bind_the_llm_answer(
     provider: OpenAIProvider,
     make_router: Callable[..., CascadeRouter],
 ) -> None:
-    fake_llm.script(text('"booking"'))
-    router = make_router(provider, always_ask(load_thresholds()))
-    decision = await router.route(message)
+    decision = await route_with_llm_label("booking", message, fake_llm, provider, make_router)
     assert (decision.intent, decision.layer, decision.llm_intent) == (intent, "llm", "booking")
     assert any("about something else" in r for r in decision.reasons) == (intent == "career")
 
@@ -175,9 +185,7 @@ async def test_an_llm_greeting_for_a_greeting_followed_by_a_question_is_career(
     provider: OpenAIProvider,
     make_router: Callable[..., CascadeRouter],
 ) -> None:
-    fake_llm.script(text('"greeting"'))
-    router = make_router(provider, always_ask(load_thresholds()))
-    decision = await router.route(message)
+    decision = await route_with_llm_label("greeting", message, fake_llm, provider, make_router)
     assert decision.intent == intent
     assert any("question after the greeting" in r for r in decision.reasons) == (intent == "career")
     if intent == "career":
