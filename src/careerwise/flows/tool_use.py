@@ -70,6 +70,13 @@ async def _stream_round(
     Every caller streams this round's text to the user, so the round owns its stream pacing: the
     provider reads every chunk until the guard has shown text, then in paced batches (issue #10)."""
     attempt = 0
+
+    def show(piece: str) -> DeltaEvent:
+        """Text the user sees: kept as the round's, marked as shown, and its event."""
+        out.text.append(piece)
+        ctx.state.mark_text()
+        return DeltaEvent(text=piece, phase=phase)
+
     while True:
         attempt += 1
         guard = BufferGuard(guard_size)
@@ -109,10 +116,8 @@ async def _stream_round(
                         for piece in map(repeats.push, map(echo.push, guard.push(chunk.text))):
                             if not piece:
                                 continue
-                            out.text.append(piece)
                             round_shown = True
-                            ctx.state.mark_text()
-                            yield DeltaEvent(text=piece, phase=phase)
+                            yield show(piece)
                             pacing.activate()  # after the first text is on its way: it is never held
                         if repeats.looping:
                             break
@@ -124,21 +129,15 @@ async def _stream_round(
             if not acc and guard.holding:
                 for piece in map(repeats.push, map(echo.push, guard.release())):
                     if piece:
-                        out.text.append(piece)
-                        ctx.state.mark_text()
-                        yield DeltaEvent(text=piece, phase=phase)
+                        yield show(piece)
             if not acc and not repeats.looping and (piece := repeats.push(echo.flush())):
-                out.text.append(piece)
-                ctx.state.mark_text()
-                yield DeltaEvent(text=piece, phase=phase)
+                yield show(piece)
             if echo.dropped:
                 log.info("tool_use: phase %d opened by restating its instruction; not shown", phase)
                 ctx.state.dropped_text.extend(echo.dropped)
                 ctx.state.timings["instruction_echo"] = ctx.state.timings.get("instruction_echo", 0.0) + 1
             if not acc and (rest := repeats.flush()):
-                out.text.append(rest)
-                ctx.state.mark_text()
-                yield DeltaEvent(text=rest, phase=phase)
+                yield show(rest)
             ctx.state.dropped_text.extend(guard.dropped)
             if acc.nameless():
                 log.warning(
