@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx
+import pytest
 from sqlalchemy import select
 
 from careerwise.events import (
@@ -18,7 +19,9 @@ from careerwise.events import (
     RouteEvent,
     SectionEvent,
 )
+from careerwise.flows import compact
 from careerwise.flows.compact import AGENT_SCHEMA, COMPACT_MAX_TOKENS, REMOVED
+from careerwise.flows.compact_items import INSIGHT_MAX_TOKENS, INSIGHT_SCHEMA
 from careerwise.services import Services
 from careerwise.store import Trace, TraceEvent
 from tests.conftest import LiveServer, parse_sse
@@ -55,6 +58,27 @@ def grounded_agent(body: dict[str, Any]) -> Reply:
     return as_json({"findings": said[:2], "insights": said[-1:], "risk_level": "low"})
 
 
+@pytest.fixture
+def model_findings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No sentence of the passages can be chosen (as for passages in another language than the
+    question): the facet calls write the findings too."""
+
+    quote = compact.quotes.from_hits
+
+    async def no_findings(*args: Any, gate: bool = True, **kwargs: Any) -> list[Any]:
+        return await quote(*args, gate=gate, **kwargs) if gate else []
+
+    monkeypatch.setattr(compact.quotes, "from_hits", no_findings)
+
+
+def article_text(services: Services) -> dict[str, str]:
+    """Each article's text by title, without emphasis marks (as the quotes read it)."""
+    text_of: dict[str, str] = {}
+    for c in services.kb.index.chunks:
+        text_of[c.title] = text_of.get(c.title, "") + c.text.replace("**", "")
+    return text_of
+
+
 def sections_of(events: list[Any]) -> list[SectionEvent]:
     return [e for e in events if isinstance(e, SectionEvent)]
 
@@ -76,7 +100,10 @@ async def test_compact_design_sends_each_facet_section_as_soon_as_its_short_call
     fake_llm: FakeLLM, make_services: Callable[..., Services]
 ) -> None:
     # growth and practice answer with their passages' own sentences: nothing for the check to drop there
-    fake_llm.responder = responder({"growth": grounded_agent, "practice": grounded_agent})
+    written = {**AGENTS["market"], "findings": ["這一句是模型自己寫的發現"]}
+    fake_llm.responder = responder(
+        {"market": as_json(written), "growth": grounded_agent, "practice": grounded_agent}
+    )
     services = services_for(make_services, "complex", deep_design="compact")
     events = await run_turn(services, COMPLEX)
 
@@ -94,28 +121,39 @@ async def test_compact_design_sends_each_facet_section_as_soon_as_its_short_call
     )
     first_section = next(i for i, e in enumerate(events) if isinstance(e, SectionEvent))
     assert first_section < growth_started
-    # three short calls, no merge, no reflection; the findings cut to the compact size
+    # three short calls, no merge, no reflection; each writes only the insight and the risk level
     assert requests_of(fake_llm, "merge") == [] and requests_of(fake_llm, "reflection") == []
-    calls = [r for role in ("market", "growth", "practice") for r in requests_of(fake_llm, role)]
-    assert len(calls) == 3 and {r["max_tokens"] for r in calls} == {COMPACT_MAX_TOKENS}
-    # each call is constrained to the agents' schema, sized to the cap (a grammar on the embedded model)
-    assert all(r["response_format"]["json_schema"]["schema"] == AGENT_SCHEMA for r in calls)
+    calls = {role: requests_of(fake_llm, role) for role in ("market", "growth", "practice")}
+    assert [len(c) for c in calls.values()] == [1, 1, 1]
+    # a facet whose passages have sentences in the question's language gets a call constrained to the
+    # insight's schema (a grammar on the embedded model); one whose passages are all in another
+    # language (practice's English article here) writes the whole schema
+    insight_only = []
+    for role, (call,) in calls.items():
+        shape = call["max_tokens"], call["response_format"]["json_schema"]["schema"]
+        passages = "".join(re.findall(r"<<<\n(.*?)\n>>>", call["messages"][-1]["content"], flags=re.S))
+        chinese = re.search(r"[\u4e00-\u9fff]", passages) is not None
+        assert shape == (
+            (INSIGHT_MAX_TOKENS, INSIGHT_SCHEMA) if chinese else (COMPACT_MAX_TOKENS, AGENT_SCHEMA)
+        )
+        if chinese:
+            insight_only.append(role)
+    assert insight_only[:2] == ["market", "growth"]
+    # the findings are Summer's sentences, verbatim from the section's own articles (the model's
+    # findings in its reply are not used), at most two, with no quote line after them
+    text_of = article_text(services)
     market = report.sections[0]
-    assert market.body.count("\n- ") + 1 == 2 and "29,500" in market.body
     assert market.risk_level == "medium" and report.sections[3].risk_level is None
-    # a facet section whose passages clear the gate's bars ends with one of their sentences, verbatim,
-    # under its article's title (market's do); the actions section quotes nothing
-    text_of: dict[str, str] = {}
-    for c in services.kb.index.chunks:
-        text_of[c.title] = text_of.get(c.title, "") + c.text.replace("**", "")
-    quoted = [s for s in report.sections[:3] if s.body.split("\n")[-1].startswith("> 「")]
-    assert report.sections[0] in quoted
-    for section in quoted:
-        last = section.body.split("\n")[-1]
-        cut = last.index("」——《")
-        said, title = last[3:cut].strip("…"), last[cut + len("」——《") : -1]
-        assert title in {s.title for s in section.sources} and said in text_of[title], last
-    assert "> 「" not in report.sections[3].body
+    roles = ("market", "growth", "practice")
+    for facet in [s for s, role in zip(report.sections, roles, strict=False) if role in insight_only]:
+        lines = facet.body.split("\n")
+        assert 1 <= len(lines) <= 2 and all(line.startswith("- ") for line in lines), facet.body
+        for line in lines:
+            pieces = [p for p in line.removeprefix("- ").split("…") if p]
+            assert any(all(p in text_of[s.title] for p in pieces) for s in facet.sources), line
+    shown = "\n".join(s.body for s in report.sections[:3])
+    assert "模型自己寫的發現" not in shown
+    assert "> 「" not in "\n".join(s.body for s in report.sections[:2])
     # the actions section: one checked insight per facet, sources from the facets that gave them
     actions = [line.removeprefix("- ") for line in report.sections[3].body.split("\n")]
     assert len(actions) >= 2
@@ -141,7 +179,25 @@ async def test_compact_design_sends_each_facet_section_as_soon_as_its_short_call
     assert {"facet_search_ms", "agent_market_ms", "first_section_ms"} <= set(trace.timings)
 
 
-async def test_compact_items_their_passages_do_not_support_are_dropped_and_counted(
+async def test_an_insight_its_passages_do_not_support_is_dropped_and_counted(
+    fake_llm: FakeLLM, make_services: Callable[..., Services]
+) -> None:
+    market = {**AGENTS["market"], "findings": ["平均月薪是 98,765 元"], "insights": ["到 Google 上班"]}
+    fake_llm.responder = responder(
+        {"market": as_json(market), "growth": grounded_agent, "practice": grounded_agent}
+    )
+    events = await run_turn(services_for(make_services, "complex", deep_design="compact"), COMPLEX)
+    report = assert_sections_match_report(events)
+    shown = "\n".join(s.body for s in report.sections)
+    assert "98,765" not in shown and "Google" not in shown
+    assert report.sections[0].body.startswith("- ") and report.sections[0].risk_level == "medium"
+    assert report.dropped_statements == 1  # the insight; the model's finding was never used
+    detail = next(e.detail for e in events if isinstance(e, ProgressEvent) and e.stage == "fact_check")
+    assert detail is not None and detail.startswith("dropped 1") and "market:" in detail
+
+
+@pytest.mark.usefixtures("model_findings")
+async def test_when_no_sentence_can_be_chosen_the_call_writes_findings_and_they_are_checked(
     fake_llm: FakeLLM, make_services: Callable[..., Services]
 ) -> None:
     market = {
@@ -152,11 +208,26 @@ async def test_compact_items_their_passages_do_not_support_are_dropped_and_count
     fake_llm.responder = responder(
         {"market": as_json(market), "growth": grounded_agent, "practice": grounded_agent}
     )
-    events = await run_turn(services_for(make_services, "complex", deep_design="compact"), COMPLEX)
+    services = services_for(make_services, "complex", deep_design="compact")
+    events = await run_turn(services, COMPLEX)
     report = assert_sections_match_report(events)
+    calls = [r for role in ("market", "growth", "practice") for r in requests_of(fake_llm, role)]
+    assert {r["max_tokens"] for r in calls} == {COMPACT_MAX_TOKENS}
+    assert all(r["response_format"]["json_schema"]["schema"] == AGENT_SCHEMA for r in calls)
     shown = "\n".join(s.body for s in report.sections)
     assert "98,765" not in shown and "Google" not in shown and "29,500" in shown
     assert report.dropped_statements == 2  # the invented figure and name; the passages' own words stay
+    # a facet section whose passages clear the gate's bars ends with one of their sentences, verbatim,
+    # under its article's title (market's do); the actions section quotes nothing
+    text_of = article_text(services)
+    quoted = [s for s in report.sections[:3] if s.body.split("\n")[-1].startswith("> 「")]
+    assert report.sections[0] in quoted
+    for section in quoted:
+        last = section.body.split("\n")[-1]
+        cut = last.index("」——《")
+        said, title = last[3:cut].strip("…"), last[cut + len("」——《") : -1]
+        assert title in {s.title for s in section.sources} and said in text_of[title], last
+    assert "> 「" not in report.sections[3].body
     assert any(
         e.stage == "fact_check" and "dropped 2" in (e.detail or "")
         for e in events
@@ -164,6 +235,7 @@ async def test_compact_items_their_passages_do_not_support_are_dropped_and_count
     )
 
 
+@pytest.mark.usefixtures("model_findings")
 async def test_a_facet_whose_every_finding_is_dropped_says_so_instead_of_inventing(
     fake_llm: FakeLLM, make_services: Callable[..., Services]
 ) -> None:
@@ -268,6 +340,7 @@ def test_sse_carries_section_frames_and_full_mode_leaves_them_out(
     assert not any(k.startswith("section") for k in body)
 
 
+@pytest.mark.usefixtures("model_findings")
 async def test_a_finding_must_share_wording_with_its_passages_an_insight_only_its_facts(
     fake_llm: FakeLLM, make_services: Callable[..., Services]
 ) -> None:
@@ -288,6 +361,7 @@ async def test_a_finding_must_share_wording_with_its_passages_an_insight_only_it
     assert detail is not None and "market: little in common" in detail
 
 
+@pytest.mark.usefixtures("model_findings")
 async def test_a_finding_that_only_echoes_the_users_question_is_not_a_fact(
     fake_llm: FakeLLM, make_services: Callable[..., Services]
 ) -> None:

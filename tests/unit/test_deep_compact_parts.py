@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from careerwise.flows.base import FlowOptions
-from careerwise.flows.compact import ITEM_BOUND, ITEM_MAX_CHARS, design_of, shortened, uncut
+from careerwise.flows.compact import design_of
+from careerwise.flows.compact_items import ITEM_BOUND, ITEM_MAX_CHARS, shortened, uncut
 from careerwise.llm.profile import ProviderProfile
 
 

@@ -233,13 +233,17 @@ def strong(kb: KnowledgeBase, hit: Hit) -> bool:
 
 
 async def from_hits(
-    kb: KnowledgeBase, hits: Sequence[Hit], asked: str, *, chinese: bool, limit: int = 3
+    kb: KnowledgeBase, hits: Sequence[Hit], asked: str, *, chinese: bool, limit: int = 3, gate: bool = True
 ) -> list[Quote]:
     """The hits' sentences that best answer ``asked`` (:func:`candidates`, then :func:`choose`): by
     embedding similarity; by word overlap if embedding them fails, which is logged and counted
-    (``quote_similarity``)."""
+    (``quote_similarity``). With ``gate``, only hits that clear the relevance gate's own bars
+    (:func:`strong`) are quoted; without it, every hit (a deep facet's passages, already chosen for it)."""
     found = candidates(
-        [Passage(h.chunk.text, h.chunk.document_id, head_line(h.chunk.title), strong(kb, h)) for h in hits],
+        [
+            Passage(h.chunk.text, h.chunk.document_id, head_line(h.chunk.title), strong(kb, h) or not gate)
+            for h in hits
+        ],
         chinese=chinese,
     )
     if not found:
