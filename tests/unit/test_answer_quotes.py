@@ -194,3 +194,28 @@ def test_a_list_number_inside_an_english_sentence_does_not_end_it() -> None:
         " It grew in 2025.",
         " Then wait.",
     ]
+
+
+def test_without_stories_no_client_story_or_story_section_is_a_candidate() -> None:
+    story_section = quotes.Passage(
+        text="她把開口的數字設在 1.15 倍，最後拿到的薪水比預期高。",
+        document_id="a-offer",
+        title="談薪水不是喊價",
+        strong=True,
+        story=True,
+    )
+    mixed = quotes.Passage(
+        text=(
+            "我的客戶小安月薪 4 萬，收到 5 萬的 offer。"
+            "A client I'll call J. earned NT$80,000 a month. "
+            "Vivian 31 歲，存款 60 萬元。"
+            "開口的數字設在滿意數字的 1.1 到 1.15 倍。"
+        ),
+        document_id="a-offer",
+        title="談薪水不是喊價",
+        strong=True,
+    )
+    every = [c.sentence for c in quotes.candidates([story_section, mixed], chinese=True)]
+    assert len(every) == 5  # by default a story is quotable (the answers' quotes)
+    kept = [c.sentence for c in quotes.candidates([story_section, mixed], chinese=True, stories=False)]
+    assert kept == ["開口的數字設在滿意數字的 1.1 到 1.15 倍。"]

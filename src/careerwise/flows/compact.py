@@ -285,7 +285,9 @@ async def run_compact(ctx: FlowContext, budget: Budget, emit: Emit, out: Compact
         heading = facet.pick(facet.heading, zh)
         said: list[quotes.Quote] = []
         if r.hits:
-            said = await quotes.from_hits(kb, r.hits, query, chinese=zh, limit=COMPACT_FINDINGS, gate=False)
+            said = await quotes.from_hits(
+                kb, r.hits, query, chinese=zh, limit=COMPACT_FINDINGS, gate=False, stories=False
+            )
             emit(ProgressEvent(stage="agent_started", detail=facet.key))
             t_agent = time.perf_counter()
             try:

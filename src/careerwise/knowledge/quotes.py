@@ -55,6 +55,15 @@ _CLAUSE = re.compile(r"(?<=[，、：；,;:])")
 # sentence ("a three-sentence ask: 1. The claim …"), which starts an item rather than ending a sentence
 _STATEMENT_END = re.compile(r"(?<=[。！？!?\n])|(?<=[a-z)][.])(?=\s)|(?<=[a-z0-9)][a-z0-9][.])(?=\s)")
 
+# headings that announce stories or examples rather than a rule or a step
+_STORIES = re.compile(r"案例|故事|\b(?:case|cases|stor(?:y|ies)|examples?)\b", re.IGNORECASE)
+# a sentence of a client's story or a counter-example: someone else's details (an age, a salary, what
+# they did), which read as facts about the user when they are shown as a finding for the user
+_STORY_SENTENCE = re.compile(
+    r"客戶|化名|反例|學員|輔導過|[Cc]lients?\b|I'll call|I coached|I worked with|"
+    r"[A-Z][a-z]+[，,]?\s?\d{2}\s?歲|\b[A-Z][a-z]+, \d{2}\b"
+)
+
 
 @dataclass(frozen=True)
 class Quote:
@@ -81,6 +90,7 @@ class Passage:
     document_id: str
     title: str
     strong: bool
+    story: bool = False  # the passage is under a heading that announces stories or cases
 
 
 def _clean(sentence: str) -> str:
@@ -136,14 +146,20 @@ def _windows(sentence: str, max_chars: int) -> list[str]:
 
 
 def candidates(
-    passages: Sequence[Passage], *, chinese: bool, cross_language: bool = False, max_chars: int = 120
+    passages: Sequence[Passage],
+    *,
+    chinese: bool,
+    cross_language: bool = False,
+    max_chars: int = 120,
+    stories: bool = True,
 ) -> list[Candidate]:
     """The sentences a quote may be taken from: of strong passages, in the question's language, neither
-    headings nor fragments, each once; a sentence longer than ``max_chars`` as runs of its clauses."""
+    headings nor fragments, each once; a sentence longer than ``max_chars`` as runs of its clauses.
+    Without ``stories``, no sentence of a story passage and none that tells a client's story."""
     out: list[Candidate] = []
     seen: set[str] = set()
     for rank, passage in enumerate(passages):
-        if not passage.strong:
+        if not passage.strong or (passage.story and not stories):
             continue
         if not cross_language and chinese != bool(_CJK.search(passage.text)):
             continue  # another language than the question's: the reader may not read it
@@ -153,6 +169,8 @@ def candidates(
                 continue  # a heading or a fragment says nothing on its own
             if sentence.endswith(("？", "?")) or (sentence[0] in '「『"' and sentence[-1] in '」』"'):
                 continue  # a question, or a reader's words the article quotes, is not Summer's advice
+            if not stories and _STORY_SENTENCE.search(sentence):
+                continue
             seen.add(sentence)
             out.extend(Candidate(w, rank, passage) for w in _windows(sentence, max_chars) if len(w) >= 12)
     return out
@@ -197,10 +215,6 @@ def choose(
     return chosen
 
 
-# headings that announce stories or examples rather than a rule or a step
-_STORIES = re.compile(r"案例|故事|\b(?:case|cases|stor(?:y|ies)|examples?)\b", re.IGNORECASE)
-
-
 def outline(
     sections: Sequence[tuple[str, str]],
     *,
@@ -233,18 +247,33 @@ def strong(kb: KnowledgeBase, hit: Hit) -> bool:
 
 
 async def from_hits(
-    kb: KnowledgeBase, hits: Sequence[Hit], asked: str, *, chinese: bool, limit: int = 3, gate: bool = True
+    kb: KnowledgeBase,
+    hits: Sequence[Hit],
+    asked: str,
+    *,
+    chinese: bool,
+    limit: int = 3,
+    gate: bool = True,
+    stories: bool = True,
 ) -> list[Quote]:
     """The hits' sentences that best answer ``asked`` (:func:`candidates`, then :func:`choose`): by
     embedding similarity; by word overlap if embedding them fails, which is logged and counted
     (``quote_similarity``). With ``gate``, only hits that clear the relevance gate's own bars
-    (:func:`strong`) are quoted; without it, every hit (a deep facet's passages, already chosen for it)."""
+    (:func:`strong`) are quoted; without it, every hit (a deep facet's passages, already chosen for it).
+    Without ``stories``, nothing from a story section or a client's story (see :func:`candidates`)."""
     found = candidates(
         [
-            Passage(h.chunk.text, h.chunk.document_id, head_line(h.chunk.title), strong(kb, h) or not gate)
+            Passage(
+                h.chunk.text,
+                h.chunk.document_id,
+                head_line(h.chunk.title),
+                strong(kb, h) or not gate,
+                story=bool(_STORIES.search(h.chunk.section or "")),
+            )
             for h in hits
         ],
         chinese=chinese,
+        stories=stories,
     )
     if not found:
         return []
