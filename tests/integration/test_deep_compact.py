@@ -21,7 +21,7 @@ from careerwise.events import (
 )
 from careerwise.flows import compact
 from careerwise.flows.compact import AGENT_SCHEMA, COMPACT_MAX_TOKENS, REMOVED
-from careerwise.flows.compact_items import INSIGHT_MAX_TOKENS, INSIGHT_SCHEMA
+from careerwise.flows.compact_items import INSIGHT_MAX_TOKENS, insight_schema
 from careerwise.services import Services
 from careerwise.store import Trace, TraceEvent
 from tests.conftest import LiveServer, parse_sse
@@ -79,6 +79,10 @@ def article_text(services: Services) -> dict[str, str]:
     return text_of
 
 
+def sections_of_articles(services: Services) -> set[str]:
+    return {c.section for c in services.kb.index.chunks if c.section}
+
+
 def sections_of(events: list[Any]) -> list[SectionEvent]:
     return [e for e in events if isinstance(e, SectionEvent)]
 
@@ -134,7 +138,7 @@ async def test_compact_design_sends_each_facet_section_as_soon_as_its_short_call
         passages = "".join(re.findall(r"<<<\n(.*?)\n>>>", call["messages"][-1]["content"], flags=re.S))
         chinese = re.search(r"[\u4e00-\u9fff]", passages) is not None
         assert shape == (
-            (INSIGHT_MAX_TOKENS, INSIGHT_SCHEMA) if chinese else (COMPACT_MAX_TOKENS, AGENT_SCHEMA)
+            (INSIGHT_MAX_TOKENS, insight_schema(True)) if chinese else (COMPACT_MAX_TOKENS, AGENT_SCHEMA)
         )
         if chinese:
             insight_only.append(role)
@@ -147,10 +151,21 @@ async def test_compact_design_sends_each_facet_section_as_soon_as_its_short_call
     roles = ("market", "growth", "practice")
     for facet in [s for s, role in zip(report.sections, roles, strict=False) if role in insight_only]:
         lines = facet.body.split("\n")
-        assert 1 <= len(lines) <= 2 and all(line.startswith("- ") for line in lines), facet.body
+        assert all(line.startswith("- ") for line in lines), facet.body
+        # after them, the rest of the first article's headings (its method at a glance)
+        outline = [line for line in lines if "》的重點：" in line]
+        for line in outline:
+            title, _, points = line.removeprefix("- 《").removesuffix("。").partition("》的重點：")
+            assert title in {s.title for s in facet.sources}
+            assert set(points.split("；")) <= sections_of_articles(services), line
+        lines = [line for line in lines if line not in outline]
+        assert 1 <= len(lines) <= 2 and len(outline) <= 1, facet.body
         for line in lines:
-            pieces = [p for p in line.removeprefix("- ").split("…") if p]
+            # after its section's heading when it has one: 【heading】sentence
+            heading, _, said = line.removeprefix("- ").rpartition("】")
+            pieces = [p for p in said.split("…") if p]
             assert any(all(p in text_of[s.title] for p in pieces) for s in facet.sources), line
+            assert not heading or heading.removeprefix("【") in sections_of_articles(services), line
     shown = "\n".join(s.body for s in report.sections[:3])
     assert "模型自己寫的發現" not in shown
     assert "> 「" not in "\n".join(s.body for s in report.sections[:2])

@@ -6,7 +6,8 @@ from dataclasses import dataclass
 
 from careerwise.flows.base import FlowOptions
 from careerwise.flows.compact import design_of
-from careerwise.flows.compact_items import ITEM_BOUND, ITEM_MAX_CHARS, shortened, uncut
+from careerwise.flows.compact_items import ITEM_BOUND, ITEM_MAX_CHARS, headed, outline_line, shortened, uncut
+from careerwise.knowledge.quotes import Outline, Quote
 from careerwise.llm.profile import ProviderProfile
 
 
@@ -68,3 +69,33 @@ def test_a_cut_item_with_nothing_after_it_keeps_whole_sentences_or_is_marked() -
     # an item that only reaches the bound but ends a sentence, or a short one, is left as it is
     ends = ("x" * (ITEM_BOUND - 1)) + "."
     assert uncut([ends, "short"]) == [ends, "short"]
+
+
+def test_summers_sentences_follow_their_sections_heading_once_per_run() -> None:
+    said = [
+        Quote("先把每月必要支出算出來。", "c-switch", "轉職檢核表", "錢：6-12-18 原則"),
+        Quote("多數人需要 12 個月。", "c-switch", "轉職檢核表", "錢：6-12-18 原則"),
+        Quote("每週 15 小時。", "c-switch", "轉職檢核表", "時間：600 小時門檻"),
+        Quote("我的看法是先試學。", "c-switch", "轉職檢核表", ""),
+    ]
+    assert headed(said, zh=True) == [
+        "【錢：6-12-18 原則】先把每月必要支出算出來。",
+        "多數人需要 12 個月。",
+        "【時間：600 小時門檻】每週 15 小時。",
+        "我的看法是先試學。",
+    ]
+    english = [Quote("Ask in a one-on-one.", "a-promo", "Promotion", "Timing and the ask")]
+    assert headed(english, zh=False) == ["Timing and the ask — Ask in a one-on-one."]
+
+
+def test_the_outline_line_names_only_the_headings_the_findings_do_not_show() -> None:
+    outline = Outline("c-switch", "轉職檢核表", ("錢：6-12-18 原則", "時間：600 小時門檻", "五題檢核"))
+    said = [Quote("先把每月必要支出算出來。", "c-switch", "轉職檢核表", "錢：6-12-18 原則")]
+    assert outline_line(outline, said, zh=True) == "《轉職檢核表》的重點：時間：600 小時門檻；五題檢核。"
+    english = Outline("a-promo", "Asking for a promotion", ("The 70/2 rule", "Timing"))
+    assert (
+        outline_line(english, [], zh=False)
+        == "Key points of “Asking for a promotion”: The 70/2 rule; Timing."
+    )
+    every = [Quote("…", "a-promo", "Asking for a promotion", p) for p in english.points]
+    assert outline_line(english, every, zh=False) is None and outline_line(None, said, zh=True) is None

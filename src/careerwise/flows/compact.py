@@ -42,11 +42,15 @@ from careerwise.flows.compact_items import (
     _ITEM,
     COMPACT_FINDINGS,
     COMPACT_INSIGHTS,
+    INSIGHT_BOUND,
     INSIGHT_MAX_TOKENS,
-    INSIGHT_SCHEMA,
+    ITEM_BOUND,
     CheckedItems,
     InsightOutput,
     check_items,
+    headed,
+    insight_schema,
+    outline_line,
     uncut,
 )
 from careerwise.flows.deep_steps import Budget, Emit
@@ -239,19 +243,23 @@ async def ask_facet(
     """The facet's short call: with ``findings`` (Summer's sentences), the insight and the risk level
     only; without them, seed 001's whole schema. Either way the facet's output in that schema."""
     role = r.facet.pick(r.facet.role, ctx.zh)
-    passages = focused_passages(ctx, r.hits, query)
     label = f"agent_{r.facet.key}"
     temperature = ctx.settings.deep_agent_temperature
     if not findings:
-        messages = compact_messages(ctx, role, passages)
+        messages = compact_messages(ctx, role, focused_passages(ctx, r.hits, query))
         return await deep_steps.ask_json(
             ctx, messages, AgentOutput, temperature=temperature, max_tokens=COMPACT_MAX_TOKENS,
             budget=budget, label=label, emit=emit, json_schema=AGENT_SCHEMA,
         )  # fmt: skip
-    messages = compact_messages(ctx, role, passages, insight_only=True)
+    # the insight reads Summer's sentences as the findings show them, not the whole passages: a shorter
+    # prompt, and the method the insight is to apply
+    said = fenced("\n".join(f"- {f}" for f in findings))
+    messages = compact_messages(
+        ctx, role, f"〔1〕{head_line(r.hits[0].chunk.title)}\n{said}", insight_only=True
+    )
     insight = await deep_steps.ask_json(
         ctx, messages, InsightOutput, temperature=temperature, max_tokens=INSIGHT_MAX_TOKENS,
-        budget=budget, label=label, emit=emit, json_schema=INSIGHT_SCHEMA,
+        budget=budget, label=label, emit=emit, json_schema=insight_schema(ctx.zh),
     )  # fmt: skip
     return AgentOutput(findings=findings, insights=insight.insights, risk_level=insight.risk_level)
 
@@ -291,7 +299,7 @@ async def run_compact(ctx: FlowContext, budget: Budget, emit: Emit, out: Compact
             emit(ProgressEvent(stage="agent_started", detail=facet.key))
             t_agent = time.perf_counter()
             try:
-                r.output = await ask_facet(ctx, r, query, [q.text for q in said], budget, emit)
+                r.output = await ask_facet(ctx, r, query, headed(said, zh), budget, emit)
             except StepFailed as failure:
                 r.failure = failure
             except Exception as exc:  # one facet's bug must not take the others down; logged, reported
@@ -312,13 +320,27 @@ async def run_compact(ctx: FlowContext, budget: Budget, emit: Emit, out: Compact
             missing = ReportSection(heading=heading, body=MISSING[0] if zh else MISSING[1])
             pending.append(guard.add(missing, []))
             continue
-        # Summer's own sentences need no check; findings the model wrote do
-        findings = (
-            CheckedItems([q.text for q in said], [])
-            if said
-            else check_items(uncut(r.output.findings)[:COMPACT_FINDINGS], r.hits, ctx.message)
+        # Summer's own sentences need no check (with the rest of her article's method after them);
+        # findings the model wrote do
+        if said:
+            best = r.hits[0].chunk
+            line = outline_line(
+                quotes.outline(
+                    kb.article_sections(best.document_id),
+                    document_id=best.document_id,
+                    title=head_line(best.title),
+                    chinese=zh,
+                ),
+                said,
+                zh,
+            )
+            findings = CheckedItems([*headed(said, zh), *([line] if line else [])], [])
+        else:
+            findings = check_items(uncut(r.output.findings)[:COMPACT_FINDINGS], r.hits, ctx.message)
+        bound = INSIGHT_BOUND[zh] if said else ITEM_BOUND
+        advice = check_items(
+            uncut(r.output.insights, bound)[:COMPACT_INSIGHTS], r.hits, ctx.message, advice=True
         )
-        advice = check_items(uncut(r.output.insights)[:COMPACT_INSIGHTS], r.hits, ctx.message, advice=True)
         for text, why in (*findings.dropped, *advice.dropped):
             log.info("compact: dropped an unsupported %s item (%s): %s", facet.key, why, text)
         dropped += len(findings.dropped) + len(advice.dropped)

@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from careerwise.flows import deep_steps, fact_checks
 from careerwise.knowledge.index import Hit
+from careerwise.knowledge.quotes import Outline, Quote
 
 # how many findings and insights a compact facet keeps
 COMPACT_FINDINGS = 2
@@ -39,18 +40,25 @@ ITEM_MAX_CHARS = 80
 # tight one is carried on by the model into the next item (``uncut`` joins them again).
 ITEM_BOUND = 100
 _ITEM = {"type": "string", "minLength": 4, "maxLength": ITEM_BOUND}
-# A facet call that writes only the insight: one item of about forty characters and the risk level are
-# about fifty tokens of JSON; the cap leaves room for the longest item the schema allows.
+# A facet call that writes only the insight: one item and the risk level. The item's bound is the
+# prompt's length limit with some room (a Chinese insight of 40 characters, an English one of 25 words):
+# a small model writes on to whatever bound the schema allows, and every character is generation time.
 INSIGHT_MAX_TOKENS = 120
-INSIGHT_SCHEMA: dict[str, object] = {
-    "type": "object",
-    "properties": {
-        "insights": {"type": "array", "items": _ITEM, "minItems": 1, "maxItems": COMPACT_INSIGHTS},
-        "risk_level": {"type": "string", "enum": ["low", "medium", "high"]},
-    },
-    "required": ["insights", "risk_level"],
-    "additionalProperties": False,
-}
+INSIGHT_BOUND = {True: 60, False: 160}  # by whether the question is in Chinese
+
+
+def insight_schema(zh: bool) -> dict[str, object]:
+    """The insight call's reply as a JSON schema (a grammar on the embedded model)."""
+    item = {"type": "string", "minLength": 4, "maxLength": INSIGHT_BOUND[zh]}
+    return {
+        "type": "object",
+        "properties": {
+            "insights": {"type": "array", "items": item, "minItems": 1, "maxItems": COMPACT_INSIGHTS},
+            "risk_level": {"type": "string", "enum": ["low", "medium", "high"]},
+        },
+        "required": ["insights", "risk_level"],
+        "additionalProperties": False,
+    }
 
 
 class InsightOutput(BaseModel):
@@ -143,3 +151,37 @@ def uncut(items: list[str], bound: int = ITEM_BOUND) -> list[str]:
         out.append(item)
         n += 1
     return out
+
+
+def headed(said: list[Quote], zh: bool) -> list[str]:
+    """Summer's sentences as findings, each after the heading of the section it is from, the heading
+    once for sentences in a row from one section: her headings name the rule a sentence belongs to
+    (「錢：Summer 的 6-12-18 轉職存款原則」), which the sentence alone often does not. Plain text, no
+    Markdown: a section is shown as text until the report replaces it."""
+    out: list[str] = []
+    last = ""
+    for quote in said:
+        heading = quote.section if quote.section != last else ""
+        last = quote.section
+        if not heading:
+            out.append(quote.text)
+        else:
+            out.append(f"【{heading}】{quote.text}" if zh else f"{heading} — {quote.text}")
+    return out
+
+
+def outline_line(outline: Outline | None, said: list[Quote], zh: bool) -> str | None:
+    """The rest of the article's method at a glance: its section headings (``quotes.outline``) that
+    the findings do not already show, as one sentence under the article's title; None when none is
+    left."""
+    if outline is None:
+        return None
+    shown = {q.section for q in said}
+    points = [p for p in outline.points if p not in shown]
+    if not points:
+        return None
+    # ended like a sentence, as the findings before it are: a list item without an end mark is read as
+    # cut off by the report guards
+    if zh:
+        return f"《{outline.title}》的重點：{'；'.join(points)}。"
+    return f"Key points of “{outline.title}”: {'; '.join(points)}."

@@ -59,9 +59,10 @@ _STATEMENT_END = re.compile(r"(?<=[。！？!?\n])|(?<=[a-z)][.])(?=\s)|(?<=[a-z
 _STORIES = re.compile(r"案例|故事|\b(?:case|cases|stor(?:y|ies)|examples?)\b", re.IGNORECASE)
 # a sentence of a client's story or a counter-example: someone else's details (an age, a salary, what
 # they did), which read as facts about the user when they are shown as a finding for the user
+# (one that opens with he or she goes on with a story told in the sentences before it)
 _STORY_SENTENCE = re.compile(
     r"客戶|化名|反例|學員|輔導過|[Cc]lients?\b|I'll call|I coached|I worked with|"
-    r"[A-Z][a-z]+[，,]?\s?\d{2}\s?歲|\b[A-Z][a-z]+, \d{2}\b"
+    r"[A-Z][a-z]+[，,]?\s?\d{2}\s?歲|\b[A-Z][a-z]+, \d{2}\b|\b[A-Z]\.\s|^(?:He|She|His|Her)\b|^[他她]"
 )
 
 
@@ -70,6 +71,7 @@ class Quote:
     text: str
     document_id: str
     title: str
+    section: str = ""  # the heading of the article's section it is from ("" before the first heading)
 
 
 @dataclass(frozen=True)
@@ -91,6 +93,7 @@ class Passage:
     title: str
     strong: bool
     story: bool = False  # the passage is under a heading that announces stories or cases
+    section: str = ""
 
 
 def _clean(sentence: str) -> str:
@@ -209,7 +212,9 @@ def choose(
         if scores[n] == float("-inf") or per.get(c.passage.document_id, 0) >= per_article:
             continue
         per[c.passage.document_id] = per.get(c.passage.document_id, 0) + 1
-        chosen.append(Quote(_shorten(c.sentence, max_chars), c.passage.document_id, c.passage.title))
+        chosen.append(
+            Quote(_shorten(c.sentence, max_chars), c.passage.document_id, c.passage.title, c.passage.section)
+        )
         if len(chosen) >= limit:
             break
     return chosen
@@ -269,6 +274,7 @@ async def from_hits(
                 head_line(h.chunk.title),
                 strong(kb, h) or not gate,
                 story=bool(_STORIES.search(h.chunk.section or "")),
+                section=(h.chunk.section or "").strip(),
             )
             for h in hits
         ],
