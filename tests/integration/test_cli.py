@@ -118,3 +118,29 @@ def test_python_m_careerwise_cli_runs_the_same_command() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert "serve" in result.stdout and "eval" in result.stdout
+
+
+def test_chat_loads_the_model_while_the_knowledge_base_loads(
+    fake_llm: FakeLLM, cli_env: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from careerwise.llm.resilience import ResilientProvider
+    from careerwise.services import Services
+
+    seen: list[str] = []
+
+    async def warm(self: ResilientProvider) -> None:
+        seen.append("model loading")
+
+    prepare = Services.prepare_knowledge
+
+    async def prepare_and_note(self: Services) -> object:
+        report = await prepare(self)
+        seen.append("knowledge ready")
+        return report
+
+    monkeypatch.setattr(ResilientProvider, "warm", warm)
+    monkeypatch.setattr(Services, "prepare_knowledge", prepare_and_note)
+    fake_llm.script(text("面試前準備三個故事。"))
+    result = CliRunner().invoke(app, ["chat", "面試要怎麼準備"])
+    assert result.exit_code == 0, result.output
+    assert seen == ["model loading", "knowledge ready"]

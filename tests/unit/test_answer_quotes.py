@@ -209,6 +209,7 @@ def test_without_stories_no_client_story_or_story_section_is_a_candidate() -> No
             "我的客戶小安月薪 4 萬，收到 5 萬的 offer。"
             "A client I'll call J. earned NT$80,000 a month. "
             "Her company countered with NT$92,000. "
+            "In April he was promoted to a senior role. "
             "Vivian 31 歲，存款 60 萬元。"
             "開口的數字設在滿意數字的 1.1 到 1.15 倍。"
         ),
@@ -217,6 +218,6 @@ def test_without_stories_no_client_story_or_story_section_is_a_candidate() -> No
         strong=True,
     )
     every = [c.sentence for c in quotes.candidates([story_section, mixed], chinese=True)]
-    assert len(every) == 6  # by default a story is quotable (the answers' quotes)
+    assert len(every) == 7  # by default a story is quotable (the answers' quotes)
     kept = [c.sentence for c in quotes.candidates([story_section, mixed], chinese=True, stories=False)]
     assert kept == ["開口的數字設在滿意數字的 1.1 到 1.15 倍。"]

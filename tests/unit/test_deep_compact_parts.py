@@ -6,7 +6,15 @@ from dataclasses import dataclass
 
 from careerwise.flows.base import FlowOptions
 from careerwise.flows.compact import design_of
-from careerwise.flows.compact_items import ITEM_BOUND, ITEM_MAX_CHARS, headed, outline_line, shortened, uncut
+from careerwise.flows.compact_items import (
+    ITEM_BOUND,
+    ITEM_MAX_CHARS,
+    check_items,
+    headed,
+    outline_line,
+    shortened,
+    uncut,
+)
 from careerwise.knowledge.quotes import Outline, Quote
 from careerwise.llm.profile import ProviderProfile
 
@@ -99,3 +107,20 @@ def test_the_outline_line_names_only_the_headings_the_findings_do_not_show() -> 
     )
     every = [Quote("…", "a-promo", "Asking for a promotion", p) for p in english.points]
     assert outline_line(english, every, zh=False) is None and outline_line(None, said, zh=True) is None
+
+
+def test_an_insight_that_says_the_users_message_back_is_dropped() -> None:
+    message = (
+        "手上有兩個 offer：A 公司月薪 6 萬 5、保障 14 個月；B 公司月薪 7 萬 2、保障 12 個月。該選哪一個？"
+    )
+    checked = check_items(
+        [
+            "A 公司月薪 6 萬 5、保障 14 個月，B 公司月薪 7 萬 2、保障 12 個月。",
+            "先把兩家的年薪都換算成總額再比較。",
+        ],
+        [],
+        message,
+        advice=True,
+    )
+    assert checked.kept == ["先把兩家的年薪都換算成總額再比較。"]
+    assert len(checked.dropped) == 1 and checked.dropped[0][1].startswith("restates the user's message")

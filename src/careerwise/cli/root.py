@@ -147,6 +147,23 @@ async def _prepare_store(settings: Settings) -> None:
         await db.dispose()
 
 
+def start_warming(provider: object) -> asyncio.Task[None] | None:
+    """The provider's model loading in the background (a provider with nothing to load has no
+    ``warm``); a failure is logged and counted, not raised: nobody awaits it."""
+    from careerwise.tracing import background
+
+    warm = getattr(provider, "warm", None)
+    if warm is None:
+        return None
+    task: asyncio.Task[None] = asyncio.create_task(warm())
+    task.add_done_callback(
+        lambda done: background.task_failed(
+            done, task=background.LOCAL_MODEL_WARM, logger=log, what="the local model failed to load"
+        )
+    )
+    return task
+
+
 @app.command()
 def chat(
     message: Annotated[str, typer.Argument(help="Your question for Summer.")],
@@ -162,6 +179,10 @@ def chat(
 
     async def run() -> int:
         services = build_services(get_settings())
+        # the model loads while the knowledge base does, as the server's start-up has it: a one-shot
+        # question would otherwise wait for the two in turn (a failed load is logged and counted, and
+        # the question's first call reports it)
+        warming = start_warming(services.provider)
         try:
             await services.prepare_knowledge()
             code = 0
@@ -187,6 +208,8 @@ def chat(
                 typer.echo()
             return code
         finally:
+            if warming is not None and not warming.done():
+                warming.cancel()
             await services.aclose()
 
     try:

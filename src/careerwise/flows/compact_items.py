@@ -94,7 +94,9 @@ def check_items(items: list[str], hits: list[Hit], message: str, *, advice: bool
     message, and a finding, which states a fact, shares some wording with the passages themselves (the
     small model echoes the user's question as a "finding": that is not a fact from the knowledge base).
     An insight (``advice``) is a recommendation in the model's own words: like the chain's advice step,
-    it is held to the numbers and names only. Repeated items are kept once."""
+    it is held to the numbers and names only, and it must not be the user's message said back (most of
+    its wording from the message: the small model restates the question as its "next step"). Repeated
+    items are kept once."""
     chunks = [f"{h.chunk.title}\n{h.chunk.section or ''}\n{h.chunk.text}" for h in hits]
     kept: list[str] = []
     dropped: list[tuple[str, str]] = []
@@ -104,6 +106,7 @@ def check_items(items: list[str], hits: list[Hit], message: str, *, advice: bool
             continue
         problem = (
             fact_checks.unsupported_claim(_LIST_MARK.sub("", text), [*chunks, message])
+            or _echo(text, message)
             if advice
             else deep_steps.unsupported(text, chunks, [message])
         )
@@ -112,6 +115,17 @@ def check_items(items: list[str], hits: list[Hit], message: str, *, advice: bool
         else:
             dropped.append((text, problem))
     return CheckedItems(kept, dropped)
+
+
+# an insight with at least this share of its wording from the user's message says the message back
+ECHO_SHARE = 0.7
+
+
+def _echo(text: str, message: str) -> str | None:
+    share = deep_steps.overlap(_LIST_MARK.sub("", text), [message])
+    if share is not None and share >= ECHO_SHARE:
+        return f"restates the user's message ({share:.2f} of its wording)"
+    return None
 
 
 def shortened(item: str, limit: int = ITEM_MAX_CHARS) -> str:

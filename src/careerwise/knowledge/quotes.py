@@ -59,10 +59,10 @@ _STATEMENT_END = re.compile(r"(?<=[。！？!?\n])|(?<=[a-z)][.])(?=\s)|(?<=[a-z
 _STORIES = re.compile(r"案例|故事|\b(?:case|cases|stor(?:y|ies)|examples?)\b", re.IGNORECASE)
 # a sentence of a client's story or a counter-example: someone else's details (an age, a salary, what
 # they did), which read as facts about the user when they are shown as a finding for the user
-# (one that opens with he or she goes on with a story told in the sentences before it)
+# (an English one about a he or a she, or one that opens with 他 or 她, goes on with a story told before it)
 _STORY_SENTENCE = re.compile(
     r"客戶|化名|反例|學員|輔導過|[Cc]lients?\b|I'll call|I coached|I worked with|"
-    r"[A-Z][a-z]+[，,]?\s?\d{2}\s?歲|\b[A-Z][a-z]+, \d{2}\b|\b[A-Z]\.\s|^(?:He|She|His|Her)\b|^[他她]"
+    r"[A-Z][a-z]+[，,]?\s?\d{2}\s?歲|\b[A-Z][a-z]+, \d{2}\b|\b[A-Z]\.\s|^(?:He|She|His|Her)\b|\b(?:he|she)\b|^[他她]"
 )
 
 
