@@ -17,8 +17,9 @@ from tests.integration.test_deep_answers import AGENTS, COMPLEX, as_json, respon
 def test_the_first_section_shows_before_the_report_and_the_report_replaces_the_sections_once(
     page: Page, fake_llm: FakeLLM, live_server: Callable[..., LiveServer]
 ) -> None:
-    # the market facet answers at once; the growth facet is held until the test has seen the first
-    # section, so the page holds it (and the thinking indicator) while the rest is still being written
+    # the market and growth facets show Summer's sentences before any call; growth's call is held until
+    # the test has seen them, so the page holds them (and the thinking indicator) while the rest of the
+    # report is still being written
     gate = threading.Event()
     growth = as_json(AGENTS["growth"])
     growth.gate = gate
@@ -32,11 +33,12 @@ def test_the_first_section_shows_before_the_report_and_the_report_replaces_the_s
     sections = answer.locator(".report-section")
     first = sections.first
     expect(first.locator("h3")).to_have_text("市場分析", timeout=60_000)
-    expect(first.locator(".section-body.streaming")).to_contain_text("29,500")
-    # the report has not arrived: the indicator is still up, the input locked, one section only
+    expect(first.locator(".section-body.streaming")).to_contain_text("- ")
+    # the report has not arrived: the indicator is still up, the input locked, the two sections only
     expect(answer.locator(".thinking")).to_be_visible()
     expect(page.locator("#message")).to_be_disabled()
-    expect(sections).to_have_count(1)
+    expect(sections).to_have_count(2)
+    expect(sections.locator("h3")).to_have_text(["市場分析", "成長建議"])
     expect(answer.locator(".report-title")).to_have_count(0)
     gate.set()
 
@@ -45,5 +47,5 @@ def test_the_first_section_shows_before_the_report_and_the_report_replaces_the_s
     expect(sections).to_have_count(4)  # replaced by the report, not added to it
     expect(sections.locator("h3")).to_have_text(["市場分析", "成長建議", "實戰準備", "行動建議"])
     expect(answer.locator(".report-title")).to_have_count(1)
-    expect(sections.first.locator(".section-body.rendered")).to_contain_text("29,500")
+    expect(sections.first.locator(".section-body.rendered li")).not_to_have_count(0)
     assert watch.dialogs == [] and watch.foreign == []

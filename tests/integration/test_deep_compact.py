@@ -117,14 +117,15 @@ async def test_compact_design_sends_each_facet_section_as_soon_as_its_short_call
     report = assert_sections_match_report(events)
     assert [s.heading for s in report.sections] == HEADINGS
     assert report.path == "compact" and report.missing_facets == []
-    # each facet's section goes out right after its own call, before the next facet's call starts
-    growth_started = next(
-        i
+    # a facet with Summer's sentences is sent before any call starts; one whose findings the model
+    # writes (practice's English article) right after its own call
+    started = {
+        e.detail: i
         for i, e in enumerate(events)
-        if isinstance(e, ProgressEvent) and (e.stage, e.detail) == ("agent_started", "growth")
-    )
-    first_section = next(i for i, e in enumerate(events) if isinstance(e, SectionEvent))
-    assert first_section < growth_started
+        if isinstance(e, ProgressEvent) and e.stage == "agent_started"
+    }
+    at = {e.index: i for i, e in enumerate(events) if isinstance(e, SectionEvent)}
+    assert at[0] < at[1] < started["market"] < started["growth"] < started["practice"] < at[2] < at[3]
     # three short calls, no merge, no reflection; each writes only the insight and the risk level
     assert requests_of(fake_llm, "merge") == [] and requests_of(fake_llm, "reflection") == []
     calls = {role: requests_of(fake_llm, role) for role in ("market", "growth", "practice")}
@@ -146,8 +147,8 @@ async def test_compact_design_sends_each_facet_section_as_soon_as_its_short_call
     # the findings are Summer's sentences, verbatim from the section's own articles (the model's
     # findings in its reply are not used), at most two, with no quote line after them
     text_of = article_text(services)
-    market = report.sections[0]
-    assert market.risk_level == "medium" and report.sections[3].risk_level is None
+    # the facets' risk levels are reported once, on 行動建議: the highest (market's "medium")
+    assert [x.risk_level for x in report.sections] == [None, None, None, "medium"]
     roles = ("market", "growth", "practice")
     for facet in [s for s, role in zip(report.sections, roles, strict=False) if role in insight_only]:
         lines = facet.body.split("\n")
@@ -205,7 +206,7 @@ async def test_an_insight_its_passages_do_not_support_is_dropped_and_counted(
     report = assert_sections_match_report(events)
     shown = "\n".join(s.body for s in report.sections)
     assert "98,765" not in shown and "Google" not in shown
-    assert report.sections[0].body.startswith("- ") and report.sections[0].risk_level == "medium"
+    assert report.sections[0].body.startswith("- ") and report.sections[3].risk_level == "medium"
     assert report.dropped_statements == 1  # the insight; the model's finding was never used
     detail = next(e.detail for e in events if isinstance(e, ProgressEvent) and e.stage == "fact_check")
     assert detail is not None and detail.startswith("dropped 1") and "market:" in detail
@@ -261,10 +262,24 @@ async def test_a_facet_whose_every_finding_is_dropped_says_so_instead_of_inventi
     events = await run_turn(services_for(make_services, "complex", deep_design="compact"), COMPLEX)
     report = assert_sections_match_report(events)
     assert report.sections[0].body.split("\n\n> ")[0] == REMOVED[0]
-    assert report.sections[0].risk_level == "medium" and report.sections[0].sources
+    assert report.sections[0].risk_level is None and report.sections[0].sources
+    assert report.sections[3].risk_level == "medium"
     assert report.dropped_statements == 2 and "Google" not in report.sections[3].body
 
 
+async def test_a_facet_whose_insight_call_fails_keeps_summers_findings_and_says_so(
+    fake_llm: FakeLLM, make_services: Callable[..., Services]
+) -> None:
+    fake_llm.responder = responder({"market": text("我覺得你應該先想清楚。")})
+    events = await run_turn(services_for(make_services, "complex", deep_design="compact"), COMPLEX)
+    report = assert_sections_match_report(events)
+    assert report.sections[0].body.startswith("- ") and report.sections[0].sources
+    assert report.missing_facets == ["market: invalid_json"]
+    assert degraded(events) == ["deep_agent_failed"]
+    assert len(requests_of(fake_llm, "market")) == 2  # retried once with the error, as in the full design
+
+
+@pytest.mark.usefixtures("model_findings")
 async def test_a_failed_facet_is_sent_in_its_place_before_the_next_good_section(
     fake_llm: FakeLLM, make_services: Callable[..., Services]
 ) -> None:
@@ -279,6 +294,20 @@ async def test_a_failed_facet_is_sent_in_its_place_before_the_next_good_section(
     assert len(requests_of(fake_llm, "market")) == 2  # retried once with the error, as in the full design
 
 
+async def test_when_every_call_fails_summers_findings_still_make_the_report(
+    fake_llm: FakeLLM, make_services: Callable[..., Services]
+) -> None:
+    bad = text("不是 JSON")
+    fake_llm.responder = responder({"market": bad, "growth": bad, "practice": bad})
+    events = await run_turn(services_for(make_services, "complex", deep_design="compact"), COMPLEX)
+    report = assert_sections_match_report(events)
+    assert report.sections[0].body.startswith("- ") and report.sections[1].body.startswith("- ")
+    assert report.sections[3].body == "此面向暫無分析資料" and report.sections[3].risk_level is None
+    assert degraded(events) == ["deep_agent_failed"] * 3  # each facet's failure; the report stands
+    assert not any(isinstance(e, DeltaEvent) for e in events)
+
+
+@pytest.mark.usefixtures("model_findings")
 async def test_when_every_compact_call_fails_no_section_is_sent_and_the_streamed_answer_follows(
     fake_llm: FakeLLM, make_services: Callable[..., Services]
 ) -> None:

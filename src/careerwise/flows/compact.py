@@ -10,18 +10,21 @@ afford:
 1. The same facet search: one ``search_many`` call, three queries, each in its own domain, top 2.
 2. One short call per facet, one after another in the report's order. The findings are the facet
    passages' own sentences that best match its query, verbatim (``compact_items``, decision 0026); the
-   call reads the facet's role, the user's message and only that facet's passages cut to the profile's
-   passage budget (``knowledge/passages.py``), and writes the insight and the risk level, validated by
-   :class:`compact_items.InsightOutput` (one retry with the error), with a hard ``max_tokens``. Where no
-   sentence can be chosen (passages in another language than the question), the call writes seed 001's
-   whole ``{"findings", "insights", "risk_level"}`` (:class:`facets.AgentOutput`).
+   call reads the facet's role, the user's message and those sentences, and writes the insight and the
+   risk level, validated by :class:`compact_items.InsightOutput` (one retry with the error), with a hard
+   ``max_tokens``. Where no sentence can be chosen (passages in another language than the question), the
+   call reads that facet's passages cut to the profile's passage budget (``knowledge/passages.py``) and
+   writes seed 001's whole ``{"findings", "insights", "risk_level"}`` (:class:`facets.AgentOutput`).
 3. No merge and no reflection: a mechanical check takes their place. Every generated item must pass the
    merge guard's test against the facet's passages and the user's message (``deep_steps.unsupported``:
    its numbers and names found there, and for a finding some wording in common with the passages); what
    fails is dropped and counted (``dropped_statements``), as the merge drops what it cannot support.
-4. The facet's section goes out (a ``section`` event) the moment its call is checked; the final section
-   (行動建議 / Next steps) is the facets' checked insights, so nothing reaches the user that no passage
-   supports. Then the whole ``report`` (``path: "compact"``) with the same headings as the full design.
+4. Each section goes out (a ``section`` event) the moment it is ready, in the report's order
+   (``compact_report.CompactReport``): a facet with Summer's sentences before any call is made, one
+   whose findings the model writes after its call; the final section (行動建議 / Next steps) is the
+   facets' checked insights with the highest of their risk levels, so nothing reaches the user that
+   no passage supports. Then the whole ``report`` (``path: "compact"``) with the same headings as the
+   full design.
 
 Which design runs is :func:`design_of`: the ``deep_design`` setting when it names one, else the provider
 profile's rule (``ProviderProfile.design``).
@@ -35,7 +38,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from careerwise.errors import StepFailed
-from careerwise.events import Event, ProgressEvent, ReportEvent, ReportSection, SectionEvent
+from careerwise.events import Event, ProgressEvent, ReportEvent, ReportSection
 from careerwise.flows import deep_steps, report_guards
 from careerwise.flows.base import FlowContext, FlowOptions
 from careerwise.flows.compact_items import (
@@ -50,9 +53,9 @@ from careerwise.flows.compact_items import (
     check_items,
     headed,
     insight_schema,
-    outline_line,
     uncut,
 )
+from careerwise.flows.compact_report import CompactReport, SectionGuard, _bullets, findings_body, highest
 from careerwise.flows.deep_steps import Budget, Emit
 from careerwise.flows.facets import (
     ACTIONS_HEADING,
@@ -192,51 +195,6 @@ def compact_messages(
     return [ChatMessage(role="system", content=system), ChatMessage(role="user", content=user)]
 
 
-def _bullets(texts: list[str]) -> str:
-    return "\n".join(f"- {t}" for t in texts)
-
-
-def as_event(index: int, section: ReportSection) -> SectionEvent:
-    return SectionEvent(
-        index=index,
-        heading=section.heading,
-        body=section.body,
-        risk_level=section.risk_level,
-        sources=list(section.sources),
-    )
-
-
-class SectionGuard:
-    """The report guards (``report_guards.guard_report``) applied section by section: each new section is
-    guarded together with the raw sections before it, so a guard that looks back (a list item repeated
-    from an earlier section) sees them, and the section is final when it is sent; the report repeats
-    the sent sections, with the counts of one last pass over all of them."""
-
-    def __init__(self, ctx: FlowContext, off_domain_hits: int) -> None:
-        self.ctx = ctx
-        self.raw: list[ReportSection] = []
-        self.passages: list[str] = []
-        self.earlier = {report_guards.OFF_DOMAIN_HITS: off_domain_hits}
-
-    def _run(self, sections: list[ReportSection]) -> report_guards.GuardResult:
-        return report_guards.guard_report(
-            sections,
-            user_messages=report_guards.user_messages(self.ctx),
-            passages=self.passages,
-            zh=self.ctx.zh,
-            earlier=self.earlier,
-        )
-
-    def add(self, section: ReportSection, passages: list[str]) -> ReportSection:
-        self.passages.extend(passages)
-        guarded = self._run([*self.raw, section]).sections[-1]
-        self.raw.append(section)
-        return guarded
-
-    def final(self) -> report_guards.GuardResult:
-        return self._run(self.raw)
-
-
 async def ask_facet(
     ctx: FlowContext, r: AgentResult, query: str, findings: list[str], budget: Budget, emit: Emit
 ) -> AgentOutput:
@@ -279,125 +237,114 @@ async def run_compact(ctx: FlowContext, budget: Budget, emit: Emit, out: Compact
         log.info("compact: facet hits outside the situation or for another audience: %s", dropped_hits)
         emit(ProgressEvent(stage="facet_search", detail=f"off-domain hits dropped: {dropped_hits}"))
     results = [AgentResult(f, hits) for f, hits in zip(FACETS, facet_hits, strict=True)]
-    guard = SectionGuard(ctx, len(off_domain))
     out.hits = [h for r in results for h in r.hits]
-    sections: list[ReportSection] = []
-    pending: list[ReportSection] = []  # sections of failed facets, sent before the next good one
-    insights: list[str] = []
-    insight_hits: list[Hit] = []
-    dropped = 0
-    reasons: list[str] = []
-    t1 = time.perf_counter()
+    # Summer's sentences for each facet first: a facet that has them is shown before any call is made
+    said: list[list[quotes.Quote]] = []
     for r, query in zip(results, queries, strict=True):
-        facet = r.facet
-        heading = facet.pick(facet.heading, zh)
-        said: list[quotes.Quote] = []
-        if r.hits:
-            said = await quotes.from_hits(
-                kb, r.hits, query, chinese=zh, limit=COMPACT_FINDINGS, gate=False, stories=False
+        found = (
+            await quotes.from_hits(kb, r.hits, query, chinese=zh, limit=COMPACT_FINDINGS, gate=False, stories=False)
+            if r.hits
+            else []
+        )  # fmt: skip
+        said.append(found)
+    compact = CompactReport(ctx, SectionGuard(ctx, len(off_domain)), emit)
+    for r, found in zip(results, said, strict=True):
+        if found:
+            compact.ready(
+                r.facet, findings_body(kb, r.hits, found, zh), r.hits, [h.chunk.text for h in r.hits]
             )
-            emit(ProgressEvent(stage="agent_started", detail=facet.key))
-            t_agent = time.perf_counter()
-            try:
-                r.output = await ask_facet(ctx, r, query, headed(said, zh), budget, emit)
-            except StepFailed as failure:
-                r.failure = failure
-            except Exception as exc:  # one facet's bug must not take the others down; logged, reported
-                log.exception("compact: facet %s failed", facet.key)
-                r.failure = StepFailed("internal_error", f"{type(exc).__name__}: {exc}")
-            ctx.state.timings[f"agent_{facet.key}_ms"] = 1000 * (time.perf_counter() - t_agent)
+        elif not r.hits:
+            emit(ProgressEvent(stage="agent_finished", detail=f"{r.facet.key}: skipped (no_knowledge)"))
+            compact.ready(r.facet, MISSING[0] if zh else MISSING[1], [], [], missing=True)
         else:
-            emit(ProgressEvent(stage="agent_finished", detail=f"{facet.key}: skipped (no_knowledge)"))
-        if r.output is None:
-            if r.failure is not None:
-                emit(ProgressEvent(stage="agent_finished", detail=f"{facet.key}: failed ({r.failure.code})"))
-                log.warning("compact: facet %s failed: %s", facet.key, r.failure)
-                emit(
-                    deep_steps.degraded(
-                        "deep_agent_failed", zh, facet=heading, cause=deep_steps.cause(r.failure.code, zh)
-                    )
-                )
-            missing = ReportSection(heading=heading, body=MISSING[0] if zh else MISSING[1])
-            pending.append(guard.add(missing, []))
+            compact.later(r.facet)
+    t1 = time.perf_counter()
+    for r, query, found in zip(results, queries, said, strict=True):
+        if not r.hits:
             continue
-        # Summer's own sentences need no check (with the rest of her article's method after them);
-        # findings the model wrote do
-        if said:
-            best = r.hits[0].chunk
-            line = outline_line(
-                quotes.outline(
-                    kb.article_sections(best.document_id),
-                    document_id=best.document_id,
-                    title=head_line(best.title),
-                    chinese=zh,
-                ),
-                said,
-                zh,
+        facet = r.facet
+        emit(ProgressEvent(stage="agent_started", detail=facet.key))
+        t_agent = time.perf_counter()
+        try:
+            r.output = await ask_facet(ctx, r, query, headed(found, zh), budget, emit)
+        except StepFailed as failure:
+            r.failure = failure
+        except Exception as exc:  # one facet's bug must not take the others down; logged, reported
+            log.exception("compact: facet %s failed", facet.key)
+            r.failure = StepFailed("internal_error", f"{type(exc).__name__}: {exc}")
+        ctx.state.timings[f"agent_{facet.key}_ms"] = 1000 * (time.perf_counter() - t_agent)
+        if r.output is None:
+            failed = r.failure or StepFailed("internal_error")
+            emit(ProgressEvent(stage="agent_finished", detail=f"{facet.key}: failed ({failed.code})"))
+            log.warning("compact: facet %s failed: %s", facet.key, failed)
+            emit(
+                deep_steps.degraded(
+                    "deep_agent_failed",
+                    zh,
+                    facet=facet.pick(facet.heading, zh),
+                    cause=deep_steps.cause(failed.code, zh),
+                )
             )
-            findings = CheckedItems([*headed(said, zh), *([line] if line else [])], [])
-        else:
-            findings = check_items(uncut(r.output.findings)[:COMPACT_FINDINGS], r.hits, ctx.message)
-        bound = INSIGHT_BOUND[zh] if said else ITEM_BOUND
+            if not found:
+                compact.ready(facet, MISSING[0] if zh else MISSING[1], [], [], missing=True)
+            continue
+        # Summer's own sentences need no check; findings the model wrote do
+        findings = (
+            CheckedItems([], [])
+            if found
+            else check_items(uncut(r.output.findings)[:COMPACT_FINDINGS], r.hits, ctx.message)
+        )
+        bound = INSIGHT_BOUND[zh] if found else ITEM_BOUND
         advice = check_items(
             uncut(r.output.insights, bound)[:COMPACT_INSIGHTS], r.hits, ctx.message, advice=True
         )
-        for text, why in (*findings.dropped, *advice.dropped):
-            log.info("compact: dropped an unsupported %s item (%s): %s", facet.key, why, text)
-        dropped += len(findings.dropped) + len(advice.dropped)
-        reasons.extend(f"{facet.key}: {why}" for _, why in (*findings.dropped, *advice.dropped))
-        if advice.kept:
-            insights.extend(t for t in advice.kept if t not in insights)
-            insight_hits.extend(r.hits)
-        body = _bullets(findings.kept) if findings.kept else REMOVED[0 if zh else 1]
-        if not said:
+        compact.checked(facet, findings, advice, r)
+        if not found:
+            body = _bullets(findings.kept) if findings.kept else REMOVED[0 if zh else 1]
             # Summer's own sentence from the facet's passages, verbatim: what the model's short findings
             # paraphrase away (decision 0023, applied to the compact report)
             for quote in await quotes.from_hits(kb, r.hits, ctx.message, chinese=zh, limit=1):
                 body += "\n\n" + quotes.quote_line(quote, zh)
-        section = ReportSection(
-            heading=heading, body=body, risk_level=r.output.risk_level, sources=deep_steps.sources_of(r.hits)
-        )
-        section = guard.add(
-            section,
-            [*r.output.findings, *r.output.insights, *(h.chunk.text for h in r.hits)],
-        )
+            compact.ready(
+                facet, body, r.hits, [*r.output.findings, *r.output.insights, *(h.chunk.text for h in r.hits)]
+            )
         emit(
             ProgressEvent(
                 stage="agent_finished",
-                detail=f"{facet.key}: ok ({len(findings.kept)} findings, {len(findings.dropped)} dropped)",
+                detail=f"{facet.key}: ok ({len(findings.kept) if not found else len(found)} findings, "
+                f"{len(findings.dropped)} dropped)",
             )
         )
-        for waiting in (*pending, section):
-            emit(as_event(len(sections), waiting))
-            # when the user first saw part of the report, on the trace (time to first section)
-            ctx.state.timings.setdefault("first_section_ms", ctx.state.elapsed_ms())
-            sections.append(waiting)
-        out.sent = len(sections)
-        pending = []
     ctx.state.timings["agents_ms"] = 1000 * (time.perf_counter() - t1)
-    if not any(r.ok for r in results):
+    if not compact.sent and not any(r.ok for r in results):
         failures = [r.failure for r in results if r.failure is not None]
         codes = list(dict.fromkeys(f.code for f in failures)) or ["no_knowledge"]
         out.failure = StepFailed(
             codes[0], ", ".join(codes), unreachable=bool(failures) and all(f.unreachable for f in failures)
         )
         return
+    dropped, reasons, insights, insight_hits = (
+        compact.dropped,
+        compact.reasons,
+        compact.insights,
+        compact.insight_hits,
+    )
     if dropped:
         why = "; ".join(dict.fromkeys(reasons))
         emit(ProgressEvent(stage="fact_check", detail=f"dropped {dropped} unsupported item(s): {why}"))
-    actions = ReportSection(
-        heading=ACTIONS_HEADING[0] if zh else ACTIONS_HEADING[1],
-        body=_bullets(insights) if insights else REMOVED[0 if zh else 1],
-        sources=deep_steps.sources_of(insight_hits),
+    # no insight: every call failed (nothing was removed), or the check removed them all
+    empty = REMOVED[0 if zh else 1] if any(r.ok for r in results) else MISSING[0] if zh else MISSING[1]
+    compact.actions(
+        ReportSection(
+            heading=ACTIONS_HEADING[0] if zh else ACTIONS_HEADING[1],
+            body=_bullets(insights) if insights else empty,
+            risk_level=highest(r.output.risk_level for r in results if r.output is not None),
+            sources=deep_steps.sources_of(insight_hits),
+        )
     )
-    actions = guard.add(actions, [])
-    for waiting in (*pending, actions):
-        emit(as_event(len(sections), waiting))
-        # when the user first saw part of the report, on the trace (time to first section)
-        ctx.state.timings.setdefault("first_section_ms", ctx.state.elapsed_ms())
-        sections.append(waiting)
-    out.sent = len(sections)
-    checked = guard.final()
+    out.sent = compact.sent
+    sections = compact.sections
+    checked = compact.guard.final()
     report_guards.announce(checked, flow="compact", emit=emit)
     report = ReportEvent(
         title="職涯建議報告" if zh else "Career advice report",
