@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 from careerwise.flows.base import FlowOptions
 from careerwise.flows.compact import design_of
@@ -15,7 +16,10 @@ from careerwise.flows.compact_items import (
     shortened,
     uncut,
 )
+from careerwise.flows.compact_report import summer_findings
+from careerwise.knowledge.index import Hit, IndexedChunk
 from careerwise.knowledge.quotes import Outline, Quote
+from careerwise.knowledge.service import KnowledgeBase
 from careerwise.llm.profile import ProviderProfile
 
 
@@ -124,3 +128,33 @@ def test_an_insight_that_says_the_users_message_back_is_dropped() -> None:
     )
     assert checked.kept == ["先把兩家的年薪都換算成總額再比較。"]
     assert len(checked.dropped) == 1 and checked.dropped[0][1].startswith("restates the user's message")
+
+
+class _Articles:
+    """What ``summer_findings`` reads of the knowledge base: an article's sections in order."""
+
+    def __init__(self, sections: list[tuple[str, str]]) -> None:
+        self.sections = sections
+
+    def article_sections(self, document_id: str) -> list[tuple[str, str]]:
+        return self.sections
+
+
+def test_summer_findings_are_the_sentences_then_the_other_headings_or_the_headings_alone() -> None:
+    article = _Articles(
+        [("", "開場"), ("錢：6-12-18 原則", "…"), ("時間：600 小時門檻", "…"), ("兩個案例", "…")]
+    )
+    chunk = IndexedChunk(1, "c-switch", "轉職檢核表", "錢：6-12-18 原則", "growth_skills", "…")
+    hits = [Hit(chunk, 1.0, 0.5, 10.0)]
+    said = [Quote("先把每月必要支出算出來。", "c-switch", "轉職檢核表", "錢：6-12-18 原則")]
+    kb = cast(KnowledgeBase, article)
+    assert summer_findings(kb, hits, said, zh=True) == [
+        "【錢：6-12-18 原則】先把每月必要支出算出來。",
+        "《轉職檢核表》的重點：時間：600 小時門檻。",
+    ]
+    # every sentence told a client's story: her method's headings alone (the case heading left out)
+    assert summer_findings(kb, hits, [], zh=True) == [
+        "《轉職檢核表》的重點：錢：6-12-18 原則；時間：600 小時門檻。"
+    ]
+    # an article in another language than the question gives nothing: the model writes the findings
+    assert summer_findings(kb, hits, [], zh=False) == [] and summer_findings(kb, [], said, zh=True) == []

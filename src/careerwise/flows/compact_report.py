@@ -36,9 +36,12 @@ def highest(levels: Iterable[Risk]) -> Risk | None:
     return max(given, key=_RISKS.index) if given else None
 
 
-def findings_body(kb: KnowledgeBase, hits: list[Hit], said: list[quotes.Quote], zh: bool) -> str:
-    """A facet's section body from Summer's sentences: each after its section's heading, then the first
-    article's other headings."""
+def summer_findings(kb: KnowledgeBase, hits: list[Hit], said: list[quotes.Quote], zh: bool) -> list[str]:
+    """A facet's findings from Summer's articles: her sentences (``said``), each after its section's
+    heading, then the first article's other headings; only those headings when no sentence could be
+    chosen (every one told a client's story); none when the article is in another language."""
+    if not hits:
+        return []
     best = hits[0].chunk
     outline = quotes.outline(
         kb.article_sections(best.document_id),
@@ -47,10 +50,10 @@ def findings_body(kb: KnowledgeBase, hits: list[Hit], said: list[quotes.Quote], 
         chinese=zh,
     )
     line = outline_line(outline, said, zh)
-    return _bullets([*headed(said, zh), *([line] if line else [])])
+    return [*headed(said, zh), *([line] if line else [])]
 
 
-def _bullets(texts: list[str]) -> str:
+def bullets(texts: list[str]) -> str:
     return "\n".join(f"- {t}" for t in texts)
 
 
