@@ -63,12 +63,10 @@ def model_findings(monkeypatch: pytest.MonkeyPatch) -> None:
     """No sentence of the passages can be chosen (as for passages in another language than the
     question): the facet calls write the findings too."""
 
-    quote = compact.quotes.from_hits
+    def no_findings(*args: Any, **kwargs: Any) -> list[str]:
+        return []
 
-    async def no_findings(*args: Any, gate: bool = True, **kwargs: Any) -> list[Any]:
-        return await quote(*args, gate=gate, **kwargs) if gate else []
-
-    monkeypatch.setattr(compact.quotes, "from_hits", no_findings)
+    monkeypatch.setattr(compact, "summer_findings", no_findings)
 
 
 def article_text(services: Services) -> dict[str, str]:

@@ -293,7 +293,7 @@ async def run_compact(ctx: FlowContext, budget: Budget, emit: Emit, out: Compact
         )
         bound = INSIGHT_BOUND[zh] if found else ITEM_BOUND
         advice = check_items(
-            uncut(r.output.insights, bound)[:COMPACT_INSIGHTS], r.hits, ctx.message, advice=True
+            uncut(r.output.insights, bound)[:COMPACT_INSIGHTS], r.hits, ctx.message, advice=True, read=found
         )
         compact.checked(facet, findings, advice, r)
         if not found:

@@ -21,6 +21,7 @@ guard's test against the passages (:func:`check_items`).
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -88,7 +89,9 @@ class CheckedItems:
     dropped: list[tuple[str, str]]
 
 
-def check_items(items: list[str], hits: list[Hit], message: str, *, advice: bool = False) -> CheckedItems:
+def check_items(
+    items: list[str], hits: list[Hit], message: str, *, advice: bool = False, read: Sequence[str] = ()
+) -> CheckedItems:
     """The merge guard's test for each item, with the facet's passages (titles and section headings
     included) as what it cites: every number and name in it appears in the passages or the user's
     message, and a finding, which states a fact, shares some wording with the passages themselves (the
@@ -96,8 +99,9 @@ def check_items(items: list[str], hits: list[Hit], message: str, *, advice: bool
     An insight (``advice``) is a recommendation in the model's own words: like the chain's advice step,
     it is held to the numbers and names only, and it must not be the user's message said back (most of
     its wording from the message: the small model restates the question as its "next step"). Repeated
-    items are kept once."""
-    chunks = [f"{h.chunk.title}\n{h.chunk.section or ''}\n{h.chunk.text}" for h in hits]
+    items are kept once. ``read`` is what else the call read as its sources (Summer's findings, with
+    headings of her article that are in no hit)."""
+    chunks = [f"{h.chunk.title}\n{h.chunk.section or ''}\n{h.chunk.text}" for h in hits] + list(read)
     kept: list[str] = []
     dropped: list[tuple[str, str]] = []
     for item in items:
