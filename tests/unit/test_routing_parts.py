@@ -72,7 +72,10 @@ def test_the_llm_prompt_defines_the_hard_cases() -> None:
     assert "manager" in booking and '"career"' in booking
     career = SYSTEM_PROMPT.split('- "career":')[1].split("If a message mixes")[0]
     assert "follow-up" in career and 'never "greeting"' in career
-    assert "single line or bullet" in SYSTEM_PROMPT.split('- "resume":')[1]
+    # asking how to write one is career; asking Summer to write or review it is resume
+    assert "how to write a resume, 自傳 or cover letter" in career
+    resume = SYSTEM_PROMPT.split('- "resume":')[1].split('- "booking":')[0]
+    assert "single line or bullet" in resume and "asks Summer to review, rewrite or write" in resume
 
 
 def test_the_guess_bars_follow_the_unsure_messages() -> None:

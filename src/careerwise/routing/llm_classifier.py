@@ -31,11 +31,12 @@ PROMPT_CHARS = 600  # a pasted resume does not need to reach the classifier whol
 # time, so the definitions are one line each and the answer is one label (a few tokens), not JSON.
 SYSTEM_PROMPT = """Label the user's message to Summer, a career coach in Taiwan. Labels:
 - "greeting": only small talk (hello, thanks, bye, who are you, the weather, mood), nothing asked.
-- "resume": wants their own resume, CV, 自傳, cover letter or 104/LinkedIn profile reviewed, \
-rewritten or written, even a single line or bullet, or pastes one.
+- "resume": asks Summer to review, rewrite or write their own resume, CV, 自傳, cover letter or \
+104/LinkedIn profile for them, even a single line or bullet, or pastes one.
 - "booking": about a session with Summer: book, change, cancel, price, refunds, online or in person, \
 how long, what to bring. A meeting with the user's manager, HR or a recruiter is "career".
-- "career": any question about work, jobs, interviews, salary, careers, or how to write a resume; a \
+- "career": any question about work, jobs, interviews, salary, careers, or how to write a resume, \
+自傳 or cover letter; a \
 short follow-up («那如果是新創呢», "and in Japan?") is "career", never "greeting".
 - "offtopic": a request unrelated to work and careers (weather forecast, recipes, code errors, \
 homework, poems, jokes, sports, health, pets).
