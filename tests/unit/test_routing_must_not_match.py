@@ -104,6 +104,10 @@ MUST_NOT_MATCH: dict[str, tuple[str, ...]] = {
         "我負責篩履歷，要怎麼判斷誰適合",
         "學弟請我幫他看履歷，要怎麼給建議比較好",
         "104 的自我介紹要寫多長",
+        # someone else's document: by a pronoun or a person, or written for a character
+        "學妹想請我看一下她的履歷，我該怎麼回她",
+        "我同事的履歷要怎麼幫他改比較好",
+        "幫海綿寶寶寫一份搞笑履歷，尾牙表演要用",
     ),
     "resume.zh.pasted": (
         "履歷這樣寫可以嗎",

@@ -132,6 +132,11 @@ _ERRAND_ZH = r"(?:剪|燙|染|洗|護)頭?髮|洗頭|髮廊|美髮|美容院|美
 _OTHERS_RESUMES = (
     r"(?:叫|要|請|找|拜託)我(?:去)?幫|(?:幫忙|幫|負責|我要|要我|我在)(?:篩|過濾|審)"
     r"|(?:新人|應徵者|求職者|候選人|面試者|應屆生們|部屬|下屬|學弟妹|別人|其他人|大家)的?(?:履歷|簡歷|cv|自傳)"
+    # someone else's by a pronoun or a person named before it (他的履歷, 實習生的履歷), or one the user is
+    # to write for someone else (幫海綿寶寶寫一份搞笑履歷; 幫我 and 幫忙 are the user's own request)
+    r"|(?:他|她|他們|她們|實習生|學生|員工|同事|朋友|男友|女友|老公|老婆|另一半|兒子|女兒|弟弟|妹妹|哥哥|姊姊|姐姐)"
+    r"的(?:履歷|簡歷|cv|自傳|求職信)"
+    r"|幫(?!我|忙|妳|你)[^。，,?？\s]{1,8}寫(?:一份|一封|個)?[^。，,?？]{0,6}(?:履歷|簡歷|自傳|求職信)"
     r"|\b(?:screen(?:ing)?|shortlist(?:ing)?) (?:the |these |all the |incoming |new )?(?:resumes|cvs|"
     r"applicants|candidates|applications)\b|\b(?:candidates?|applicants?|new hires?|interns?|"
     r"students?|friends?|coworkers?|colleagues?)'?s? (?:resumes?|cvs?|cover letters?)\b"
