@@ -11,7 +11,7 @@ afford:
 2. One short call per facet, one after another in the report's order. The findings are the facet
    passages' own sentences that best match its query, verbatim (``compact_items``, decision 0026); the
    call reads the facet's role, the user's message and those sentences, and writes the insight and the
-   risk level, validated by :class:`compact_items.InsightOutput` (one retry with the error), with a hard
+   risk level, validated by :class:`facets.RatedInsights` (one retry with the error), with a hard
    ``max_tokens``. Where no sentence can be chosen (passages in another language than the question), the
    call reads that facet's passages cut to the profile's passage budget (``knowledge/passages.py``) and
    writes seed 001's whole ``{"findings", "insights", "risk_level"}`` (:class:`facets.AgentOutput`).
@@ -49,7 +49,6 @@ from careerwise.flows.compact_items import (
     INSIGHT_MAX_TOKENS,
     ITEM_BOUND,
     CheckedItems,
-    InsightOutput,
     check_items,
     insight_schema,
     uncut,
@@ -62,6 +61,7 @@ from careerwise.flows.facets import (
     MISSING,
     AgentOutput,
     AgentResult,
+    RatedInsights,
     facet_queries,
     facet_search,
 )
@@ -215,7 +215,7 @@ async def ask_facet(
         ctx, role, f"〔1〕{head_line(r.hits[0].chunk.title)}\n{said}", insight_only=True
     )
     insight = await deep_steps.ask_json(
-        ctx, messages, InsightOutput, temperature=temperature, max_tokens=INSIGHT_MAX_TOKENS,
+        ctx, messages, RatedInsights, temperature=temperature, max_tokens=INSIGHT_MAX_TOKENS,
         budget=budget, label=label, emit=emit, json_schema=insight_schema(ctx.zh),
     )  # fmt: skip
     return AgentOutput(findings=findings, insights=insight.insights, risk_level=insight.risk_level)

@@ -23,9 +23,6 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
-
-from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from careerwise.flows import deep_steps, fact_checks
 from careerwise.knowledge.index import Hit
@@ -60,24 +57,6 @@ def insight_schema(zh: bool) -> dict[str, object]:
         "required": ["insights", "risk_level"],
         "additionalProperties": False,
     }
-
-
-class InsightOutput(BaseModel):
-    """A facet call's reply when its findings are Summer's sentences: seed 001's insights and risk level."""
-
-    model_config = ConfigDict(extra="ignore")
-    insights: list[str] = Field(min_length=1)
-    risk_level: Literal["low", "medium", "high"]
-
-    @field_validator("insights", mode="before")
-    @classmethod
-    def _insights(cls, v: object) -> object:
-        return deep_steps.clean_items(v, COMPACT_INSIGHTS) if isinstance(v, list) else v
-
-    @field_validator("risk_level", mode="before")
-    @classmethod
-    def _risk_level(cls, v: object) -> object:
-        return v.strip().lower() if isinstance(v, str) else v
 
 
 _LIST_MARK = re.compile(r"^\s*(?:\d{1,2}[.)、]\s+|[-*・•]\s*)")

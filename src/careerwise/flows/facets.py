@@ -106,18 +106,13 @@ MISSING = ("此面向暫無分析資料", "No analysis is available for this fac
 PRACTICE = "practice"  # the facet whose agent reads the user's stored resume (issue 5)
 
 
-class AgentOutput(BaseModel):
-    """What each agent must return (seed 001's schema)."""
+class RatedInsights(BaseModel):
+    """Seed 001's insights and risk level: what every facet's reply holds (the compact design's call
+    when Summer's sentences are the findings returns just these)."""
 
     model_config = ConfigDict(extra="ignore")
-    findings: list[str] = Field(min_length=1)
     insights: list[str] = Field(min_length=1)
     risk_level: Literal["low", "medium", "high"]
-
-    @field_validator("findings", mode="before")
-    @classmethod
-    def _findings(cls, v: object) -> object:
-        return deep_steps.clean_items(v, MAX_FINDINGS) if isinstance(v, list) else v
 
     @field_validator("insights", mode="before")
     @classmethod
@@ -128,6 +123,17 @@ class AgentOutput(BaseModel):
     @classmethod
     def _risk_level(cls, v: object) -> object:
         return v.strip().lower() if isinstance(v, str) else v
+
+
+class AgentOutput(RatedInsights):
+    """What each agent must return (seed 001's schema): its findings beside the insights and risk."""
+
+    findings: list[str] = Field(min_length=1)
+
+    @field_validator("findings", mode="before")
+    @classmethod
+    def _findings(cls, v: object) -> object:
+        return deep_steps.clean_items(v, MAX_FINDINGS) if isinstance(v, list) else v
 
 
 @dataclass
