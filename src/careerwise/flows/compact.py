@@ -42,12 +42,12 @@ from careerwise.events import Event, ProgressEvent, ReportEvent, ReportSection
 from careerwise.flows import deep_steps, report_guards
 from careerwise.flows.base import FlowContext, FlowOptions
 from careerwise.flows.compact_items import (
-    _ITEM,
     COMPACT_FINDINGS,
     COMPACT_INSIGHTS,
     INSIGHT_BOUND,
     INSIGHT_MAX_TOKENS,
     ITEM_BOUND,
+    ITEM_SCHEMA,
     CheckedItems,
     check_items,
     insight_schema,
@@ -92,8 +92,8 @@ COMPACT_PASSAGE_TOKENS = 240
 AGENT_SCHEMA: dict[str, object] = {
     "type": "object",
     "properties": {
-        "findings": {"type": "array", "items": _ITEM, "minItems": 1, "maxItems": COMPACT_FINDINGS},
-        "insights": {"type": "array", "items": _ITEM, "minItems": 1, "maxItems": COMPACT_INSIGHTS},
+        "findings": {"type": "array", "items": ITEM_SCHEMA, "minItems": 1, "maxItems": COMPACT_FINDINGS},
+        "insights": {"type": "array", "items": ITEM_SCHEMA, "minItems": 1, "maxItems": COMPACT_INSIGHTS},
         "risk_level": {"type": "string", "enum": ["low", "medium", "high"]},
     },
     "required": ["findings", "insights", "risk_level"],
@@ -122,7 +122,6 @@ def design_of(options: FlowOptions, provider: object) -> tuple[Design, str]:
 @dataclass
 class CompactOutcome(deep_steps.Outcome):
     knowledge_failed: bool = False
-    sent: int = 0  # sections already sent to the user as ``section`` events
 
 
 def _budget_tokens(ctx: FlowContext) -> int:
@@ -320,14 +319,9 @@ async def run_compact(ctx: FlowContext, budget: Budget, emit: Emit, out: Compact
             codes[0], ", ".join(codes), unreachable=bool(failures) and all(f.unreachable for f in failures)
         )
         return
-    dropped, reasons, insights, insight_hits = (
-        compact.dropped,
-        compact.reasons,
-        compact.insights,
-        compact.insight_hits,
-    )
+    dropped, insights = compact.dropped, compact.insights
     if dropped:
-        why = "; ".join(dict.fromkeys(reasons))
+        why = "; ".join(dict.fromkeys(compact.reasons))
         emit(ProgressEvent(stage="fact_check", detail=f"dropped {dropped} unsupported item(s): {why}"))
     # no insight: every call failed (nothing was removed), or the check removed them all
     empty = REMOVED[0 if zh else 1] if any(r.ok for r in results) else MISSING[0] if zh else MISSING[1]
@@ -336,10 +330,9 @@ async def run_compact(ctx: FlowContext, budget: Budget, emit: Emit, out: Compact
             heading=ACTIONS_HEADING[0] if zh else ACTIONS_HEADING[1],
             body=bullets(insights) if insights else empty,
             risk_level=highest(r.output.risk_level for r in results if r.output is not None),
-            sources=deep_steps.sources_of(insight_hits),
+            sources=deep_steps.sources_of(compact.insight_hits),
         )
     )
-    out.sent = compact.sent
     sections = compact.sections
     checked = compact.guard.final()
     report_guards.announce(checked, flow="compact", emit=emit)

@@ -37,7 +37,7 @@ ITEM_MAX_CHARS = 80
 # The longest item the reply's JSON schema allows. The bound is loose on purpose: a sentence cut by a
 # tight one is carried on by the model into the next item (``uncut`` joins them again).
 ITEM_BOUND = 100
-_ITEM = {"type": "string", "minLength": 4, "maxLength": ITEM_BOUND}
+ITEM_SCHEMA = {"type": "string", "minLength": 4, "maxLength": ITEM_BOUND}
 # A facet call that writes only the insight: one item and the risk level. The item's bound is the
 # prompt's length limit with some room (a Chinese insight of 40 characters, an English one of 25 words):
 # a small model writes on to whatever bound the schema allows, and every character is generation time.
