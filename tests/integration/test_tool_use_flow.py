@@ -390,6 +390,32 @@ async def test_a_slow_provider_shows_the_articles_own_sentences_before_the_answe
     assert stored and stored[-1].startswith("**Summer 的文章怎麼說**")
 
 
+async def test_a_question_whose_articles_are_in_the_other_language_is_quoted_them_as_written(
+    fake_llm: FakeLLM, make_services: Callable[..., Services]
+) -> None:
+    """A Chinese question that only an English article answers: the block quotes that article verbatim,
+    in English, under a Chinese label that says so (decision 0023), rather than showing nothing."""
+    fake_llm.script(
+        tool_calls(Call(SEARCH, {"query": "side project employer ownership moonlighting"}, id="call_1")),
+        text("先看合約。", chunk_size=2),
+    )
+    services = make_services(llm_slow=True, answer_quotes="auto")
+    events = await tool_use_turn(services, "下班後自己做 side project，公司會不會說成果歸他們？")
+    result = next(e for e in events if isinstance(e, ToolResultEvent))
+    assert result.sources and all(s.id.startswith("c-side-projects") for s in result.sources[:1])
+    quote = next(e for e in events if isinstance(e, DeltaEvent) and e.phase == 2)
+    head, *rest = quote.text.splitlines()
+    assert head == "**Summer 的文章怎麼說**（英文原文）"
+    corpus = (
+        Path(__file__).parents[2] / "src/careerwise/data/corpus/c-side-projects-while-employed.md"
+    ).read_text(encoding="utf-8")
+    said = [line for line in rest if line.startswith('> "')]
+    assert said
+    for line in said:
+        assert line[3 : line.rindex('" (')].strip("…") in corpus, line
+    assert answer(events).endswith("先看合約。")
+
+
 async def test_a_fast_provider_or_quotes_off_shows_only_the_models_answer(
     fake_llm: FakeLLM, make_services: Callable[..., Services]
 ) -> None:

@@ -156,6 +156,23 @@ def test_render_puts_the_outline_before_the_quotes() -> None:
     assert only == "**What Summer's articles say**\nKey points of *Asking*:\n- One\n- Two\n\n"
 
 
+def test_a_block_in_the_other_language_keeps_its_own_quotation_marks_and_says_it_is_the_original() -> None:
+    chinese = quotes.outline(SECTIONS, document_id="a-neg", title="談薪水不是喊價", chinese=True)
+    said = [quotes.Quote("錨點加一成半。", "a-neg", "談薪水不是喊價")]
+    lines = quotes.render(said, zh=False, outline=chinese).rstrip("\n").splitlines()
+    assert lines[0] == "**What Summer's articles say** (in her original Chinese)"
+    assert lines[1] == "Key points of *談薪水不是喊價*:"
+    assert lines[-1] == "> 「錨點加一成半。」——《談薪水不是喊價》"
+    english = [quotes.Quote("Ask in a one-on-one, never in a review.", "a-promo", "Asking")]
+    lines = quotes.render(english, zh=True).rstrip("\n").splitlines()
+    assert lines == [
+        "**Summer 的文章怎麼說**（英文原文）",
+        '> "Ask in a one-on-one, never in a review." (Asking)',
+    ]
+    # in the reader's own language the label stays as it was
+    assert quotes.render(said, zh=True).splitlines()[0] == "**Summer 的文章怎麼說**"
+
+
 def test_a_long_sentence_offers_each_run_of_its_clauses_so_a_later_figure_can_be_quoted() -> None:
     long = quotes.Passage(
         text="In my experience with Taiwanese employers, a one-grade promotion typically comes with about "

@@ -11,8 +11,8 @@ Selection (:func:`candidates`, then :func:`choose`):
 * only passages whose own dense or BM25 score clears the relevance gate's bars (the bars the coverage
   note uses), so a question the articles do not answer gets no quote;
 * her statements only: no question, no line that is wholly someone else's quoted words;
-* in the language of the question: a Chinese question is quoted Chinese passages only, any other question
-  passages without Chinese, unless ``cross_language`` says so;
+* in one language: ``chinese`` passages only, or passages without Chinese (the search tool asks for the
+  question's language first, and for the other when the question's language offers nothing);
 * a sentence's score is its embedding's cosine similarity with the question's, plus a bonus for a
   figure or a named rule (digits, 「」), which is what a small model drops when it paraphrases; without
   similarities (no embedder) its overlap with the question's words, and a sentence sharing no word with
@@ -73,6 +73,10 @@ class Quote:
     title: str
     section: str = ""  # the heading of the article's section it is from ("" before the first heading)
 
+    @property
+    def chinese(self) -> bool:
+        return bool(_CJK.search(self.text))
+
 
 @dataclass(frozen=True)
 class Outline:
@@ -81,6 +85,10 @@ class Outline:
     document_id: str
     title: str
     points: tuple[str, ...]
+
+    @property
+    def chinese(self) -> bool:
+        return any(_CJK.search(point) for point in self.points)
 
 
 @dataclass(frozen=True)
@@ -293,6 +301,8 @@ async def from_hits(
 
 
 _HEAD = ("**Summer 的文章怎麼說**", "**What Summer's articles say**")
+# after the label when the block quotes an article in the other language, as she wrote it
+_ORIGINAL = ("（英文原文）", " (in her original Chinese)")
 
 
 def quote_line(quote: Quote, zh: bool) -> str:
@@ -301,15 +311,19 @@ def quote_line(quote: Quote, zh: bool) -> str:
 
 
 def render(quotes: Sequence[Quote], zh: bool, outline: Outline | None = None) -> str:
-    """The quotes as the Markdown block shown before the model's answer: a label, the outline's headings
-    as a list under its article's title, then each quote as a block-quote line with its article's title."""
+    """The quotes as the Markdown block shown before the model's answer: a label in the reader's language
+    (``zh``), the outline's headings as a list under its article's title, then each quote as a block-quote
+    line with its article's title, marked as its own language marks a quotation. The label says so when
+    the block holds another language than the reader's (the search tool quotes an article in the other
+    language when the question's own language offers nothing)."""
     if not quotes and outline is None:
         return ""
-    lines = [_HEAD[0 if zh else 1]]
+    other = any(q.chinese != zh for q in quotes) or (outline is not None and outline.chinese != zh)
+    lines = [_HEAD[0 if zh else 1] + (_ORIGINAL[0 if zh else 1] if other else "")]
     if outline is not None:
         lines.append(f"《{outline.title}》的重點：" if zh else f"Key points of *{outline.title}*:")
         lines.extend(f"- {point}" for point in outline.points)
         if quotes:
             lines.append("")
-    lines.extend(quote_line(q, zh) for q in quotes)
+    lines.extend(quote_line(q, q.chinese) for q in quotes)
     return "\n".join(lines) + "\n\n"

@@ -226,8 +226,7 @@ class SearchKnowledgeTool:
         ]
         terms = set(tokenize(f"{resolution.effective['query']} {resolution.message}"))
         zh = is_chinese(resolution.message or str(resolution.effective["query"]))
-        chosen = await self._quotes(hits, resolution, zh) if resolution.quotes else []
-        outline = self._outline(hits, zh) if resolution.quotes else None
+        chosen, outline = await self._block(hits, resolution, zh) if resolution.quotes else ([], None)
         if articles and resolution.budget_tokens:
             # per article the hits name, its sentences most related to the question within the article's
             # share of the budget (one share per hit it has)
@@ -269,6 +268,20 @@ class SearchKnowledgeTool:
         """Whether a hit clears the relevance gate's own bars (``quotes.strong``): what the coverage note
         names, what an article digest keeps and what may be quoted."""
         return quotes.strong(self._kb, hit)
+
+    async def _block(
+        self, hits: Sequence[Hit], resolution: Resolution, zh: bool
+    ) -> tuple[list[quotes.Quote], quotes.Outline | None]:
+        """The quotes and the outline to show: in the question's language; when that offers neither (every
+        strong passage is in the other language), the other language's, verbatim as she wrote them, so that
+        a question asked in English about an article she wrote in Chinese still shows her rules and figures
+        (decision 0023). The block's label says the quotes are in the original language."""
+        for chinese in (zh, not zh):
+            chosen = await self._quotes(hits, resolution, chinese)
+            outline = self._outline(hits, chinese)
+            if chosen or outline is not None:
+                return chosen, outline
+        return [], None
 
     def _outline(self, hits: Sequence[Hit], zh: bool) -> quotes.Outline | None:
         """The headings of the best hit's article when that hit clears the gate's bars, as the quotes
