@@ -101,13 +101,15 @@ _ABOUT = (
     r"(?:你|妳)(?:(?:平常|平時|都)?(?:喜歡|愛)|平常|平時)(?:喝|吃|看|聽|玩)[^\s,，。?？!！]{1,6}嗎?|"
     r"do (?:you|u) (?:like|drink|eat|watch|speak) [a-z ]{2,20}"
 )
-_ANY = f"{_HELLO}|{_HOW}|{_THANKS}|{_BYE}|{_ACK}|{_ABOUT}|{_FILLER}"
+# a kind word after the thanks: 「thx 妳人真好」
+_PRAISE = r"人(?:真|超|很|太)好|最棒了?|(?:you(?:'re| are)|ur) (?:the best|awesome|amazing)|you rock"
+_ANY = f"{_HELLO}|{_HOW}|{_THANKS}|{_BYE}|{_ACK}|{_ABOUT}|{_PRAISE}|{_FILLER}"
 
 
 def _smalltalk(first: str) -> re.Pattern[str]:
     """The whole message: optional fillers, a token of kind ``first``, then any small-talk tokens."""
     tail = f"(?:{_SEP}(?:{_ANY})(?![a-z]))*"
-    return _r(f"^(?:(?:欸+|誒|{_FILLER}){_SEP})*(?:{first})(?![a-z]){tail}{_SEP}$")
+    return _r(f"^(?:(?:欸+|誒|那|那就|{_FILLER}){_SEP})*(?:{first})(?![a-z]){tail}{_SEP}$")
 
 
 # --- documents and request verbs --------------------------------------------------------------------

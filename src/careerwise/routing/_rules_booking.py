@@ -27,7 +27,9 @@ BOOKING_RULES: tuple[Rule, ...] = (
             r"預[約越]|(?:^|我|想|要|以|能|麼|何|跟妳|跟你|和妳|和你)約(?:個|一個|一下)?(?:時間|諮詢|一對一|1對1|面談)"
             r"|可以約(?:嗎|\?)|(?:做|約|報名|安排)(?:一下|一次|個)?(?:下週的)?(?:職涯)?(?:諮詢|一對一|1對1)"
             # asking for Summer herself, whether she can still be booked, or a time named for her
-            r"|(?:怎麼|如何|想|要|可以|能|我想)約(?:到)?(?:妳|你|summer)|約得到|約的到|還(?:能|可以)約"
+            r"|(?:怎麼|如何|想|要|可以|能|我想)(?:直接|先|再|趕快)?約(?:到)?(?:妳|你|summer)|約得到|約的到|還(?:能|可以)約"
+            # her session named as hers, by the user: 「想直接約妳的一對一諮詢」 (not 「主管說要約你的一對一」)
+            r"|(?:想|我|我要|我想)(?:直接|先|再)?約(?:妳|你|summer)的?(?:一對一|1對1|諮詢)"
             r"|幫我約(?:在)?(?:這|下|本)?(?:週|禮拜|星期)[一二三四五六日天末]?|幫我約(?:明天|後天)"
             # signing up with words between: 「報名履歷健檢的一對一諮詢」; asking how: 「一對一諮詢要怎麼報名」
             r"|(?:報名|預約|安排)[^。，,?？]{0,8}(?:一對一|1對1)?(?:職涯)?諮詢"
@@ -50,12 +52,15 @@ BOOKING_RULES: tuple[Rule, ...] = (
             "想報名下個月的職涯諮詢",
             "一對一諮詢在哪裡報名",
             "可以先幫我留下週三晚上的時段嗎",
+            "還是想直接約妳的一對一，這週可以嗎",
         ),
         # booking for someone else or something else (a boss's meeting room, a client visit, a clinic,
         # a family member's check-up, a job interview), or someone else's counselling (an employer's
         # programme, the user's own clients) is not a session with Summer
         exclude=_r(
             rf"{_OTHERS_BOOKING_ZH}|{_INTERVIEW_ZH}|{_SOMEONE_ELSES_COUNSELLING}|{_ASKED_BY_OTHERS_ZH}"
+            # someone at work booking the user: 「主管說下週要約你的一對一」
+            r"|(?:主管|老闆|hr|人資|同事|客戶|面試官)[^。，,]{0,6}約(?:你|妳|我)"
         ),
         # a story of failed interviews that ends by asking for one of Summer's sessions is a booking
         final_request=SUMMERS_SESSION,
@@ -66,6 +71,9 @@ BOOKING_RULES: tuple[Rule, ...] = (
         # 取銷: the usual typo of 取消
         _r(
             r"取[消銷][^，,。?？]{0,6}(?:預約|諮詢)|改期|改時間|換時段|(?:諮詢|預約).{0,8}(?:延後|改期|改時間|取[消銷])"
+            # the session named as the one with Summer: 「取消明天跟妳的一對一」
+            r"|(?:取[消銷]|延後|改)[^，,。?？]{0,10}(?:跟|和)(?:妳|你|summer)的?(?:一對一|1對1|諮詢|時段)"
+            r"|(?:跟|和)(?:妳|你|summer)的?(?:一對一|1對1|諮詢)[^。]{0,8}(?:取[消銷]|延後|改期)"
             # moved to a day named: 「下週四的諮詢我要加班，可以改到週六嗎」
             r"|(?:諮詢|預約|一對一)[^。]{0,16}(?:改|換|挪|延)(?:到|成|在)(?:這|下|本)?"
             r"(?:週|禮拜|星期|明天|後天|早上|上午|下午|晚上|\d)"
@@ -77,6 +85,7 @@ BOOKING_RULES: tuple[Rule, ...] = (
             "明天的諮詢可以延後嗎",
             "明天的諮詢想取銷",
             "禮拜二的諮詢可以挪到禮拜四嗎",
+            "下週一晚上跟妳的一對一要取消了",
         ),
         # a job interview's date (面試, 二面, 複試 …), a membership or a subscription, someone else's
         # counselling is not a session
@@ -161,6 +170,8 @@ BOOKING_RULES: tuple[Rule, ...] = (
         "booking",
         _r(
             r"(?:[二三四五六十兩幾多]|\d+)\s?(?:次|堂)[^。，,]{0,4}(?:一起買|套裝|套票|組合價|一起付)"
+            # several sessions bought at once for less: 「買三堂諮詢會比較便宜嗎」
+            r"|(?:[二三四五六七八九十兩幾多]|\d+)\s?(?:次|堂)的?(?:諮詢|一對一|1對1)[^。]{0,8}(?:便宜|優惠|折扣|打折|划算)"
             r"|(?:諮詢|預約)[^。]{0,10}(?:遲到|晚到|會晚|晚\s?\d+\s?分)"
             r"|(?:諮詢|一對一|1對1)[^。]{0,6}(?:用|講|說)(?:中文|英文|台語|英語)"
             r"|(?:一對一|1對1)[^。]{0,6}(?:跟|和|與|還是)[^。]{0,6}(?:團體|小團體|小班|團班|多人)"
@@ -168,6 +179,7 @@ BOOKING_RULES: tuple[Rule, ...] = (
         "the terms of the sessions: bundles of several, arriving late, the language, one-to-one or a group",
         (
             "有沒有五次一起買的套票",
+            "一口氣報三次一對一會不會比較划算",
             "明天的諮詢我大概會晚十分鐘",
             "諮詢可以用英文嗎",
             "一對一和小班有什麼不同",
@@ -196,6 +208,8 @@ BOOKING_RULES: tuple[Rule, ...] = (
             r"coaching|appointments?|1[-: ]?on[-: ]?1|one[- ]on[- ]one|1:1|slots?|mock interviews?)\b"
             r"|\b(?:book|schedule)\b.{0,15}\b(?:call|meeting|time|chat)\b.{0,10}\bwith (?:you|summer)\b"
             r"|\bbook (?:a|an) (?:call|session)\b|\b(?:book|squeeze|fit|pencil) me in\b|\bput me down for\b"
+            # the usual typos: «bok a sesion», «bookk a sesson»
+            r"|\bbo{1,2}k{1,2}\b.{0,12}\bse?s{1,2}i?on\b"
         ),
         "asks to book a session",
         (
@@ -203,6 +217,7 @@ BOOKING_RULES: tuple[Rule, ...] = (
             "I want to book a consultation",
             "how do I book a call with you",
             "can you pencil me in for thursday morning",
+            "bok me a sesion friday pls",
         ),
         # a 1:1 that the user's manager, HR or a recruiter sets up, or booking for someone else (clients,
         # a meeting room), is a workplace question (career); so is a job interview (not a mock one)
@@ -320,6 +335,10 @@ BOOKING_RULES: tuple[Rule, ...] = (
             # "is there still availability on thursday?", "what time slots are available next week"
             r"|\b(?:is there|are there|any|do you have|still have) (?:still |any )?(?:availability|slots?|spots?)\b"
             r"|\b(?:time )?slots? (?:are |is )?(?:still )?(?:available|open|free)\b"
+            # "got anything free on thursday?": a time asked for, and nothing else named that could be open
+            r"|\b(?:anything|something|any ?time)\s+(?:open|free|available)\b(?=.{0,25}\b(?:today|tonight|tomorrow|"
+            r"this|next|weekends?|mondays?|tuesdays?|wednesdays?|thursdays?|fridays?|saturdays?|sundays?|mornings?|"
+            r"afternoons?|evenings?)\b)"
         ),
         "asks when Summer is free",
         (
@@ -327,6 +346,7 @@ BOOKING_RULES: tuple[Rule, ...] = (
             "what times are available this week",
             "any availability next monday",
             "which time slots are still open",
+            "got anything free thursday evening?",
         ),
         # someone else asking the user (a boss: "are you free this weekend?"), an interview's slots, the
         # places of a course, an exam, a job or an outing

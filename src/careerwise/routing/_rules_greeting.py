@@ -21,7 +21,8 @@ from careerwise.routing._rule_base import (
 
 # what may follow the closing thanks: an address, a particle, punctuation, an emoji
 _SEP_END = (
-    r"(?:\s*(?:summer|老師|你|妳|您|啦|喔|哦|囉|呀|啊|耶|唷|so much|a lot|again|[~!.。！～…]|[🙂😊🙏❤️]))*\s*"
+    r"(?:\s*(?:summer|老師|你|妳|您|啦|喔|哦|囉|呀|啊|耶|唷|so much|a lot|again|陪我聊天?|聽我說|聽我講|"
+    r"for listening|for the chat|[~!.。！～…]|[🙂😊🙏❤️]))*\s*"
 )
 
 GREETING_RULES: tuple[Rule, ...] = (
@@ -38,7 +39,7 @@ GREETING_RULES: tuple[Rule, ...] = (
         "greeting",
         _smalltalk(_THANKS),
         "thanks and nothing else",
-        ("謝謝妳！", "3Q", "thx!!", "thank you so much", "謝啦 先這樣"),
+        ("謝謝妳！", "3Q", "thx!!", "thank you so much", "謝啦 先這樣", "感謝 你人超好"),
         max_units=14,
     ),
     Rule(
@@ -46,7 +47,7 @@ GREETING_RULES: tuple[Rule, ...] = (
         "greeting",
         _smalltalk(_BYE),
         "a goodbye and nothing else",
-        ("掰掰", "bye~", "晚安囉"),
+        ("掰掰", "bye~", "晚安囉", "那就先這樣 掰"),
         max_units=14,
     ),
     Rule(
@@ -87,7 +88,11 @@ GREETING_RULES: tuple[Rule, ...] = (
             rf".{{4,}}(?:{_THANKS})(?:{_SEP_END})$"
         ),
         "a few words on how the talk went, ending in thanks, asking nothing and without a word of work",
-        ("剛剛聊完心情好多了，真的謝謝妳", "that really helped me calm down, thank you!"),
+        (
+            "剛剛聊完心情好多了，真的謝謝妳",
+            "that really helped me calm down, thank you!",
+            "講出來輕鬆多了，謝謝妳聽我說",
+        ),
         max_units=40,
         exclude=_r(_CAREER_WORDS),
     ),

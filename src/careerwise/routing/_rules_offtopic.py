@@ -20,6 +20,9 @@ OFFTOPIC_RULES: tuple[Rule, ...] = (
             r"|(?:明天|今天|後天|週末|這週|下週|今晚|明早)[^。，,]{0,8}(?:天氣|氣溫|下雨|颱風|冷|熱)[^。]{0,6}"
             r"(?:嗎|幾度|如何|怎樣|多少)|天氣預報|會不會下雨|颱風假"
             r"|食譜|(?:怎麼|先)(?:煮|滷|烤|炒|燉|煎)|氣炸鍋|電鍋"
+            # a dish asked how to make: 「番茄炒蛋要怎麼做」
+            # (not 炒魷魚, being fired, nor 炒股 or 炒房)
+            r"|(?:炒(?!魷魚|股|房|作)|煮|滷|烤|燉|煎|蒸|炸)[\u4e00-\u9fff]{1,3}(?:要)?怎麼(?:做|煮|弄)"
             # getting somewhere: 「高鐵台北到左營要多久」
             r"|(?:高鐵|台鐵|火車|捷運|客運|公車)[^。，,]{0,12}(?:要多久|幾點|多少錢|票價|時刻表|怎麼搭)"
             r"|幾比幾|總冠軍|全壘打|比賽結果"
@@ -31,7 +34,7 @@ OFFTOPIC_RULES: tuple[Rule, ...] = (
             r"|讀後感|觀後感|(?:寫|交)(?:一篇)?[^。，,]{0,6}作文|(?:作業|功課)[^。，,]{0,4}(?:要交|明天交|寫不完|趕不完)"
             r"|(?=.*[\u3400-\u9fff])[a-z]+(?:error|exception)\b"  # a programming error, asked in Chinese
             rf"|(?=.*[\u3400-\u9fff])(?:{_CODE})"  # a question about code, asked in Chinese
-            r"|(?:晚餐|午餐|早餐|宵夜)(?:要)?(?:煮|吃)什麼"
+            r"|(?:晚餐|午餐|早餐|宵夜)[^，,。]{0,6}(?:煮|吃)什麼"
             r"|推薦(?:幾|一)?(?:部|本|齣|款|個)?[^，,。]{0,8}(?:電影|影集|台劇|韓劇|日劇|動畫|動漫|漫畫|小說|遊戲)"
             # a translation or a thesis (a document of the user's job search is the resume rules' before)
             r"|翻(?:譯)?成(?:英文|中文|日文|韓文)|論文摘要|\d[\d,.]*\s?%\s?(?:是多少|等於多少)"
@@ -48,6 +51,8 @@ OFFTOPIC_RULES: tuple[Rule, ...] = (
             "我家貓一直吐怎麼辦",
             "Python 出現 KeyError 是什麼意思",
             "幫我寫三百字的觀後感，電影是《鐵達尼號》",
+            "清蒸魚要怎麼做才不會腥",
+            "午餐一直想不到要吃什麼",
         ),
         exclude=_r(_CAREER_WORDS),
     ),
@@ -69,6 +74,9 @@ OFFTOPIC_RULES: tuple[Rule, ...] = (
             r"|\bsummari[sz]e the (?:plot|movie|book|novel|film)\b|\bplot of\b"
             r"|\bget (?:\w+ ){1,3}out of (?:my |a |the )?(?:\w+ )?(?:shirt|carpet|couch|jeans|sofa)\b"
             r"|\bwhat(?:'s| is) (?:a )?\d[\d,.]*\s?(?:%|percent) (?:tip )?(?:of|on)\b|\btranslate\b|\b(?:thesis|dissertation) abstract\b|\babstract for (?:the|a|my) (?:conference|journal)\b"
+            # school work in a school subject
+            r"|\b(?:history|math|maths|physics|chemistry|biology|geography|literature|philosophy)\s+"
+            r"(?:essay|homework|assignment|paper|report|quiz|exam)\b"
         ),
         "a request outside careers: poems, stories, jokes, the weather, recipes, sports, exchange rates, "
         "pets, homework, a programming error",
@@ -80,6 +88,7 @@ OFFTOPIC_RULES: tuple[Rule, ...] = (
             "who won the game last night",
             "my cat keeps throwing up",
             "what does IndexError mean in python",
+            "can you do my chemistry homework",
         ),
         exclude=_r(_CAREER_WORDS),
     ),
@@ -90,7 +99,7 @@ OFFTOPIC_RULES: tuple[Rule, ...] = (
         "offtopic",
         _r(
             r"(?:預約|預訂|訂|取消|退訂|改期|改時間|掛)[^，,。?？]{0,10}"
-            r"(?:牙醫|門診|醫生|看診|掛號|健檢|體檢|醫院|診所|餐廳|位子|訂位|剪髮|剪頭髮|美髮|美甲|按摩|健身房|機票|飯店|民宿|高鐵|火車票|電影票)"
+            r"(?:牙醫|門診|醫生|看診|掛號|健檢|體檢|醫院|診所|(?:眼|牙|皮膚|耳鼻喉|骨|婦產|小兒|家醫|復健|身心|精神)科|餐廳|位子|訂位|剪髮|剪頭髮|美髮|美甲|按摩|健身房|機票|飯店|民宿|高鐵|火車票|電影票)"
             r"|(?:netflix|youtube|spotify|disney|apple music|kkbox|line music)[^，,。]{0,12}(?:會員|訂閱|premium)"
             r"|(?:會員|訂閱)[^，,。]{0,6}(?:取消|退訂|退費|續約)|(?:取消|退訂)[^，,。]{0,6}(?:會員|訂閱)"
             # a personal service or a meal with a booking word on either side: 「我想剪頭髮 幫我約週日下午」
@@ -109,6 +118,7 @@ OFFTOPIC_RULES: tuple[Rule, ...] = (
             "Netflix 會員要怎麼取消",
             "想去染髮 幫我約禮拜六早上",
             "幫我訂明天中午六個人的位子",
+            "幫我阿嬤掛週四的皮膚科",
         ),
         exclude=_r(_CAREER_WORDS),
     ),

@@ -43,6 +43,7 @@ RESUME_RULES: tuple[Rule, ...] = (
             rf"|(?:{_DOC_ZH}).{{0,24}}聽聽(?:妳|你)?的?(?:意見|建議|看法)"
             # writing one from scratch: 「幫我寫一封投遞行銷職缺的求職信」
             rf"|(?:幫我|請妳|請你|可以幫忙)(?:寫|擬)[^。?？]{{0,24}}(?:{_DOC_ZH})"
+            rf"|(?:救救|救一下|拯救)(?:我的)?[^。?？]{{0,4}}(?:{_DOC_ZH})"
         ),
         "asks Summer to review, rewrite or write their resume, CV, 自傳 or cover letter",
         (
@@ -56,6 +57,7 @@ RESUME_RULES: tuple[Rule, ...] = (
             "幫我擬一份應徵儲備幹部用的自傳",
             "投了三十家都石沉大海，學長說履歷可能有問題，我看不出來，可以幫我檢查嗎",
             "我寫了 104 的自我介紹 幫我潤一下",
+            "拯救一下我的英文履歷吧",
         ),
         # someone else handling the document (HR passing it on, a referral), or the user handling other
         # people's (screening applicants' resumes at work, helping at someone's request) is a career question
@@ -94,11 +96,11 @@ RESUME_RULES: tuple[Rule, ...] = (
         _r(
             # a section of the document, then its text quoted or after a colon, asked about:
             # 「經歷那段我是這樣寫的：「…」」, 「專長：…。這樣寫可以嗎」
-            r"(?:學歷|經歷|工作經驗|技能|專長|自傳|自我介紹|自介|證照|專案經驗|summary|about)"
+            r"(?:學歷|教育背景|經歷|工作經驗|技能|專長|自傳|自我介紹|自介|證照|專案經驗|summary|about)"
             r"(?:那|這)?(?:欄|段|部分|區塊|一段|第[一二三]段)?[^。:「]{0,10}"
-            r"(?:這樣寫|是這樣|寫好了|改成|寫成)[^。:「]{0,8}[:「]\s*\S.{8,}"
-            r"|^(?:學歷|經歷|工作經驗|技能|專長|證照|自傳|自我介紹|summary)\s*:.{10,}"
-            r"(?:這樣寫|這樣|這樣改)(?:可以|對|好|ok|行|夠)"
+            r"(?:這樣寫|是這樣|寫好了|改成|寫成|我寫|我是寫|寫的是)[^。:「]{0,8}[:「]\s*\S.{8,}"
+            r"|^(?:學歷|教育背景|經歷|工作經驗|技能|專長|證照|自傳|自我介紹|summary)\s*:.{10,}"
+            r"(?:這樣寫|這樣|這樣改)(?:可以|對|好|ok|行|夠|會不會|太少|太多|太短|太長)"
             # a line to rewrite that reads like a resume bullet (it opens with a verb of work done):
             # 「幫我把這句改得專業一點：負責公司 IG 經營，粉絲從兩千成長到一萬」
             r"|這(?:句|段|行|條|一句|一段)[^。:「]{0,12}(?:改|潤|修|寫|調)[^。:「]{0,8}[:「]\s*「?\s*"
@@ -109,6 +111,8 @@ RESUME_RULES: tuple[Rule, ...] = (
             "經歷那段我是這樣寫的：「負責門市排班與庫存盤點，每月營業額成長 12%」",
             "專長：Excel 樞紐分析、SQL、Tableau 儀表板。這樣寫可以嗎",
             "這句可以幫我改得有力一點嗎：「主導門市改裝專案，三個月內完成」",
+            "工作經驗那欄我寫「協助主管處理進出口報關文件」，感覺很弱",
+            "技能：Photoshop、Illustrator、Figma 基礎。這樣會不會太單薄",
         ),
         # a self-introduction said at a job interview is interview practice (career), not a document; a
         # line of an email, a message or a notice is not one of the resume
@@ -123,7 +127,8 @@ RESUME_RULES: tuple[Rule, ...] = (
         "resume",
         _r(
             rf"\b(?:review|check|look (?:at|over)|critique|proofread|improve|rewrite|edit|polish|roast|rate|fix|"
-            rf"tailor|shorten|feedback on|go over|go through|look through|read through|take a look at|"
+            rf"tailor|shorten|tighten(?: up)?|trim|punch up|clean up|feedback on|go over|go through|look through|"
+            rf"read through|take a look at|"
             rf"tear apart|make|paste|send|share|upload)\b.{{0,25}}"
             rf"\b(?:my|this|the)\b.{{0,15}}\b(?:{_DOC_EN})\b"
             rf"|\b(?:{_DOC_EN})\b.{{0,3}}\b(?:review|check|feedback|critique)\b"
@@ -147,7 +152,7 @@ RESUME_RULES: tuple[Rule, ...] = (
             rf"|\bmy (?:{_DOC_EN})\b.{{0,100}}\b(?:give|giving|take|taking|have|having) (?:it|this|them) a "
             rf"(?:quick )?(?:look|once-over|glance|read|skim)\b"
             rf"|\bmy (?:{_DOC_EN})\b.{{0,100}}\b(?:look (?:at|over|through) it|eyes on it|check it|review it)\b"
-            rf"|\b(?:be|give me|i want|i need|want|need)\b (?:\w+ ){{0,2}}(?:brutal(?:ly)?|honest|harsh)\b.{{0,25}}"
+            rf"|\b(?:be|give me|i want|i need|want|need)\b (?:\w+ ){{0,2}}(?:brutal(?:ly)?|honest|harsh|savage|ruthless)\b.{{0,25}}"
             rf"\bmy (?:{_DOC_EN})\b"
             rf"|\bmy (?:{_DOC_EN})\b.{{0,60}}\b(?:i'?ll|let me|i will|i can|gonna) (?:send|share|paste|upload) it "
             rf"(?:over|here|to you|in a (?:sec|minute|bit))\b"
@@ -167,6 +172,8 @@ RESUME_RULES: tuple[Rule, ...] = (
             "be harsh about my cover letter, I'll paste it",
             "could use some help with my cv before I apply",
             "what do you think of my cover letter? it's below",
+            "can you trim my resume down to one page",
+            "be ruthless with my cv, nothing is too small",
         ),
         exclude=_r(
             # general advice about one's resume is career ("how do I make my resume stand out"), unless
