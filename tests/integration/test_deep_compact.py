@@ -101,10 +101,18 @@ def assert_sections_match_report(events: list[Any]) -> ReportEvent:
 async def test_compact_design_sends_each_facet_section_as_soon_as_its_short_call_is_checked(
     fake_llm: FakeLLM, make_services: Callable[..., Services]
 ) -> None:
-    # growth and practice answer with their passages' own sentences: nothing for the check to drop there
+    # each call writes an insight of its own (market's reply also carries a finding, which is not used)
     written = {**AGENTS["market"], "findings": ["這一句是模型自己寫的發現"]}
+
+    def insight(said: str) -> Reply:
+        return as_json({"insights": [said], "risk_level": "low"})
+
     fake_llm.responder = responder(
-        {"market": as_json(written), "growth": grounded_agent, "practice": grounded_agent}
+        {
+            "market": as_json(written),
+            "growth": insight("先盤點目前的技能缺口，再排出每週固定的練習時間。"),
+            "practice": insight("每次練習後寫下卡住的地方，隔幾天再重做一次。"),
+        }
     )
     services = services_for(make_services, "complex", deep_design="compact")
     events = await run_turn(services, COMPLEX)
@@ -115,33 +123,31 @@ async def test_compact_design_sends_each_facet_section_as_soon_as_its_short_call
     report = assert_sections_match_report(events)
     assert [s.heading for s in report.sections] == HEADINGS
     assert report.path == "compact" and report.missing_facets == []
-    # a facet with Summer's sentences is sent before any call starts; one whose findings the model
-    # writes (practice's English article) right after its own call
+    # a facet with Summer's sentences is sent before any call starts, practice's too: its article is in
+    # English, and its sentences are shown as she wrote them (decision 0023)
     started = {
         e.detail: i
         for i, e in enumerate(events)
         if isinstance(e, ProgressEvent) and e.stage == "agent_started"
     }
     at = {e.index: i for i, e in enumerate(events) if isinstance(e, SectionEvent)}
-    assert at[0] < at[1] < started["market"] < started["growth"] < started["practice"] < at[2] < at[3]
+    assert at[0] < at[1] < at[2] < started["market"] < started["growth"] < started["practice"] < at[3]
     # three short calls, no merge, no reflection; each writes only the insight and the risk level
     assert requests_of(fake_llm, "merge") == [] and requests_of(fake_llm, "reflection") == []
     calls = {role: requests_of(fake_llm, role) for role in ("market", "growth", "practice")}
     assert [len(c) for c in calls.values()] == [1, 1, 1]
-    # a facet whose passages have sentences in the question's language gets a call constrained to the
-    # insight's schema (a grammar on the embedded model); one whose passages are all in another
-    # language (practice's English article here) writes the whole schema
-    insight_only = []
-    for role, (call,) in calls.items():
-        shape = call["max_tokens"], call["response_format"]["json_schema"]["schema"]
-        passages = "".join(re.findall(r"<<<\n(.*?)\n>>>", call["messages"][-1]["content"], flags=re.S))
-        chinese = re.search(r"[\u4e00-\u9fff]", passages) is not None
-        assert shape == (
-            (INSIGHT_MAX_TOKENS, insight_schema(True)) if chinese else (COMPACT_MAX_TOKENS, AGENT_SCHEMA)
+    # every facet has Summer's sentences, in either language: each call is constrained to the insight's
+    # schema (a grammar on the embedded model) and reads them; practice's are English
+    for _role, (call,) in calls.items():
+        assert (call["max_tokens"], call["response_format"]["json_schema"]["schema"]) == (
+            INSIGHT_MAX_TOKENS,
+            insight_schema(True),
         )
-        if chinese:
-            insight_only.append(role)
-    assert insight_only[:2] == ["market", "growth"]
+    insight_only = list(calls)
+    said = [
+        line.rpartition("】")[2] for line in report.sections[2].body.split("\n") if "》的重點：" not in line
+    ]
+    assert said and not any(re.search(r"[\u4e00-\u9fff]", line) for line in said), said
     # the findings are Summer's sentences, verbatim from the section's own articles (the model's
     # findings in its reply are not used), at most two, with no quote line after them
     text_of = article_text(services)

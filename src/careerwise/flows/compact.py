@@ -239,11 +239,15 @@ async def run_compact(ctx: FlowContext, budget: Budget, emit: Emit, out: Compact
     # Summer's sentences for each facet first: a facet that has them is shown before any call is made
     said: list[list[str]] = []
     for r, query in zip(results, queries, strict=True):
-        chosen = (
-            await quotes.from_hits(kb, r.hits, query, chinese=zh, limit=COMPACT_FINDINGS, gate=False, stories=False)
-            if r.hits
-            else []
-        )  # fmt: skip
+        chosen: list[quotes.Quote] = []
+        # in the reader's language; else as she wrote them in the other, as the answers' quotes do
+        # (decision 0023): her verbatim sentences rather than findings the model would translate
+        for chinese in (zh, not zh) if r.hits else ():
+            chosen = await quotes.from_hits(
+                kb, r.hits, query, chinese=chinese, limit=COMPACT_FINDINGS, gate=False, stories=False
+            )
+            if chosen:
+                break
         said.append(summer_findings(kb, r.hits, chosen, zh))
     compact = CompactReport(ctx, SectionGuard(ctx, len(off_domain)), emit)
     for r, found in zip(results, said, strict=True):

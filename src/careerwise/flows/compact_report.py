@@ -39,7 +39,9 @@ def highest(levels: Iterable[Risk]) -> Risk | None:
 def summer_findings(kb: KnowledgeBase, hits: list[Hit], said: list[quotes.Quote], zh: bool) -> list[str]:
     """A facet's findings from Summer's articles: her sentences (``said``), each after its section's
     heading, then the first article's other headings; only those headings when no sentence could be
-    chosen (every one told a client's story); none when the article is in another language."""
+    chosen (every one told a client's story). The headings are in the sentences' language (the other
+    one when the sentences are: decision 0023); with no sentence, only an article in the reader's
+    language (``zh``) gives them."""
     if not hits:
         return []
     best = hits[0].chunk
@@ -47,7 +49,7 @@ def summer_findings(kb: KnowledgeBase, hits: list[Hit], said: list[quotes.Quote]
         kb.article_sections(best.document_id),
         document_id=best.document_id,
         title=head_line(best.title),
-        chinese=zh,
+        chinese=said[0].chinese if said else zh,
     )
     line = outline_line(outline, said, zh)
     return [*headed(said, zh), *([line] if line else [])]
