@@ -447,7 +447,7 @@ async def test_provider_streams_text_in_pieces_converts_zh_and_reports_usage() -
 
 
 async def test_provider_turns_json_into_one_tool_call_and_stops_generating() -> None:
-    pieces = ['{"name": "searchKnowledge", ', '"arguments": {"query": "薪资谈判"}}', "\n", "ignored"]
+    pieces = ['{"', "薪资谈判", '"}}', "\n", "ignored"]  # the call's opening is read, not generated
     fake = FakeLlama(pieces, delay=0.02, endless=True)
     provider = ScriptedProvider(fake)
     chunks = await _collect(provider, _request())
@@ -641,13 +641,75 @@ async def test_the_first_output_is_held_by_the_grammar_and_text_lets_it_go() -> 
     text_fake = FakeLlama(["先", "研究", "。"])
     await _collect(ScriptedProvider(text_fake), _request())
     assert text_fake.grammars[0] is not None and text_fake.grammars[1:] == [None]
+    # a call of two tools: the grammar holds it to its end
+    other = ToolSpec(name="other", description="x", parameters=SEARCH.parameters)
     call_fake = FakeLlama(['{"name": "searchKnowledge", ', '"arguments": {"query": "x"}}'])
-    chunks = await _collect(ScriptedProvider(call_fake), _request())
+    chunks = await _collect(ScriptedProvider(call_fake), _request(tools=(SEARCH, other)))
     assert len(call_fake.grammars) == 1 and call_fake.grammars[0] is not None  # kept for the whole call
     assert any(c.tool_deltas for c in chunks)
     final_round = FakeLlama(["好。"])
     await _collect(ScriptedProvider(final_round), _request(tool_choice="none"))
     assert final_round.grammars == [None]
+
+
+class GrammarFake(FakeLlama):
+    """Writes ``free`` after the first token when generating without a grammar, ``held`` under one."""
+
+    def __init__(self, first: str, free: Sequence[str], held: Sequence[str]) -> None:
+        super().__init__([first, *free, *held])
+        self.free, self.held = len(free), len(held)
+
+    def generate(self, tokens: Sequence[int], **kw: Any) -> Iterator[int]:
+        if len(self.grammars) == 0 or kw.get("grammar") is None:
+            yield from super().generate(tokens, **kw)
+            return
+        self.grammars.append(kw.get("grammar"))
+        yield from (_PIECE + 1 + self.free + n for n in range(self.held))
+        yield _EOS
+
+
+async def test_a_call_of_the_one_tool_is_opened_for_the_model_and_its_value_written_freely() -> None:
+    """After the first token chose a call, what the grammar would force up to the query's value is read as
+    prompt, not generated; the value is generated without the grammar and the call comes whole."""
+    fake = GrammarFake('{"', ["Summer", " 談薪水", '"}}', "ignored"], [])
+    chunks = await _collect(ScriptedProvider(fake), _request())
+    assert fake.grammars[0] is not None and fake.grammars[1:] == [None]
+    (delta,) = [d for c in chunks for d in c.tool_deltas]
+    assert delta.name == "searchKnowledge" and json.loads(delta.arguments) == {"query": "Summer 談薪水"}
+    assert chunks[-1].finish_reason == "tool_calls" and not [c.text for c in chunks if c.text]
+    # three tokens generated (the first, the two of the value and the closing braces' one): the forced
+    # characters are not counted as the model's
+    assert chunks[-1].usage is not None and chunks[-1].usage.completion_tokens == 4
+
+
+async def test_a_value_that_does_not_close_a_valid_call_is_written_again_under_the_grammar() -> None:
+    fake = GrammarFake('{"', ["薪水\n談判\x01", '"}}'], ["薪水談判", '"}}'])
+    fake.pieces[1] = "薪水\n談判\x01"  # a control character inside the string: not JSON
+    chunks = await _collect(ScriptedProvider(fake), _request())
+    assert fake.grammars[0] is not None and fake.grammars[1] is None and fake.grammars[2] is not None
+    (delta,) = [d for c in chunks for d in c.tool_deltas]
+    assert json.loads(delta.arguments) == {"query": "薪水談判"}
+
+
+def test_the_opening_is_given_only_where_the_call_can_go_one_way() -> None:
+    from careerwise.llm.grammar import CallEnd, call_opening
+
+    assert call_opening([(SEARCH.name, SEARCH.parameters)]) == (
+        '{"name": "searchKnowledge", "arguments": {"query": "'
+    )
+    assert call_opening([(SEARCH.name, SEARCH.parameters), ("other", SEARCH.parameters)]) is None
+    two = {
+        "type": "object",
+        "properties": {"a": {"type": "string"}, "b": {"type": "string"}},
+        "required": ["a", "b"],
+    }
+    assert call_opening([("t", two)]) is None
+    number = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    assert call_opening([("t", number)]) is None
+    end = CallEnd()
+    assert end.feed('a \\"b}') == 'a \\"b}' and not end.closed  # an escaped quote stays in the string
+    assert end.feed('", "top_k": 3, "x": {"y": [1]}}}\n') == '", "top_k": 3, "x": {"y": [1]}}}'
+    assert end.closed
 
 
 def test_the_grammar_names_only_the_offered_tools_and_keeps_both_branches() -> None:

@@ -53,3 +53,63 @@ def call_or_text(tool_names: Sequence[str], *, tagged: bool = False) -> str:
         f"name ::= {names}\n"
         "text ::= [^{<`\\x00-\\x20] [^\\x00]*\n" + _JSON
     )
+
+
+def call_opening(tools: Sequence[tuple[str, dict[str, object]]]) -> str | None:
+    """What a call must begin with when it can only be one thing up to its first argument's value: one
+    tool, whose one required argument is a string (``{"name": "searchKnowledge", "arguments":
+    {"query": "``). None when the call could go more than one way. A provider may write these characters
+    itself rather than have the model generate them one grammar-checked token at a time."""
+    if len(tools) != 1:
+        return None
+    name, parameters = tools[0]
+    required = parameters.get("required")
+    properties = parameters.get("properties")
+    if not isinstance(required, list) or len(required) != 1 or not isinstance(properties, dict):
+        return None
+    spec = properties.get(required[0])
+    if not isinstance(spec, dict) or spec.get("type") != "string":
+        return None
+    return f'{{"name": {_literal(name)}, "arguments": {{{_literal(required[0])}: "'
+
+
+def call_rest() -> str:
+    """The grammar for the rest of a call after :func:`call_opening`: the string value's characters, its
+    closing quote, any further arguments, then both closing braces."""
+    return (
+        'root ::= chars "\\"" ws ( "," ws pair )* ws "}" ws "}"\n'
+        'chars ::= ( [^"\\\\\\x00-\\x1f] | "\\\\" ["\\\\/bfnrt] | "\\\\u" [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F] )*\n'
+        + _JSON
+    )
+
+
+class CallEnd:
+    """Finds where a call begun with :func:`call_opening` ends, fed its generated text piece by piece:
+    inside the first argument's string at the start, two objects open. :meth:`feed` returns the part of
+    the piece that belongs to the call and sets :attr:`closed` once both objects are closed."""
+
+    def __init__(self) -> None:
+        self.depth = 2
+        self.in_string = True
+        self.escaped = False
+        self.closed = False
+
+    def feed(self, piece: str) -> str:
+        for n, char in enumerate(piece):
+            if self.in_string:
+                if self.escaped:
+                    self.escaped = False
+                elif char == "\\":
+                    self.escaped = True
+                elif char == '"':
+                    self.in_string = False
+            elif char == '"':
+                self.in_string = True
+            elif char in "{[":
+                self.depth += 1
+            elif char in "}]":
+                self.depth -= 1
+                if self.depth == 0:
+                    self.closed = True
+                    return piece[: n + 1]
+        return piece

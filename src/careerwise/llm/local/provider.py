@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from careerwise.errors import LLMError, LLMUnavailableError
-from careerwise.llm.grammar import call_or_text
+from careerwise.llm.grammar import CallEnd, call_opening, call_or_text, call_rest
 from careerwise.llm.local.branch import branch_share
 from careerwise.llm.local.chatml import IM_END, IM_START, render_prompt
 from careerwise.llm.local.weights import _import_llama, _model_id, _model_params, _unavailable
@@ -53,6 +53,8 @@ LOCAL_PROFILE = ProviderProfile(
 
 # Qwen2.5 recommended sampling (generation_config.json); temperature comes from the request.
 _SAMPLING: dict[str, Any] = {"top_p": 0.8, "top_k": 20, "min_p": 0.0, "repeat_penalty": 1.05}
+# the most tokens a call's arguments may take after its opening (a query is a few words)
+_CALL_TOKENS = 96
 
 
 @dataclass(frozen=True)
@@ -249,6 +251,7 @@ class LocalProvider:
                 self._grammar_for(request, allow_calls=allow_calls),
                 stop,
                 emit,
+                self._opening_for(request, allow_calls=allow_calls),
             )
             finished = False
             tool_called = False
@@ -327,6 +330,13 @@ class LocalProvider:
             self._grammars[key] = LlamaGrammar.from_json_schema(key[1], verbose=False)
         return self._grammars[key]
 
+    def _opening_for(self, request: CompletionRequest, *, allow_calls: bool) -> str | None:
+        """What a call must begin with, where the call-or-text grammar leaves it only one way to go up to
+        its first argument's value (``grammar.call_opening``); None without the grammar."""
+        if not (allow_calls and self._constrain):
+            return None
+        return call_opening([(t.name, t.parameters) for t in request.tools])
+
     def _grammar(self, names: list[str]) -> LlamaGrammar:
         from llama_cpp.llama_grammar import LlamaGrammar
 
@@ -356,10 +366,12 @@ class LocalProvider:
         grammar: LlamaGrammar | None,
         stop: threading.Event,
         emit: Callable[[str | _Done], None],
+        opening: str | None = None,
     ) -> _GenResult:
         """Runs on the model thread: sample token by token, push decoded text, honour ``stop``. With a
         ``grammar`` (a call or text, ``llm/grammar.py``) the first token picks the branch: a call keeps
-        the grammar to its end, text drops it after that first token."""
+        the grammar to its end, text drops it after that first token. With an ``opening`` (what the call
+        must begin with), a call is finished by :meth:`_finish_call` instead."""
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         generated = 0
         first_call = False
@@ -415,6 +427,14 @@ class LocalProvider:
                         break
                     if generated == 1:
                         first_call = raw.startswith(b"{")
+                        if first_call and opening is not None and opening.startswith(piece):
+                            tokens.close()
+                            reason, more = self._finish_call(
+                                llm, [*prompt_tokens, token], opening[len(piece) :], first_temp,
+                                min(max_tokens - generated, _CALL_TOKENS), stop, emit,
+                            )  # fmt: skip
+                            finish_reason, generated = reason, generated + more
+                            break
                     if grammar is not None and generated == 1 and not raw.startswith(b"{"):
                         # the text branch: the rest is free, so the grammar's per-token cost ends here; the
                         # new generator finds the prompt in the KV cache and reads just this token
@@ -433,6 +453,73 @@ class LocalProvider:
             return _GenResult(finish_reason, generated, evaluated, prompt_seconds, gen_seconds, share)
         finally:
             emit(_Done())
+
+    def _finish_call(
+        self,
+        llm: Llama,
+        head: list[int],
+        forced: str,
+        temperature: float,
+        budget: int,
+        stop: threading.Event,
+        emit: Callable[[str | _Done], None],
+    ) -> tuple[str, int]:
+        """The rest of a call whose first token (the end of ``head``) chose the call branch: the characters
+        that the grammar would force anyway (``forced``, up to the first argument's value) are read as
+        prompt in one batch instead of being generated one token at a time, and the value is written
+        without the grammar, whose check of every token costs about as much again as the token itself on
+        a CPU. The result must close the call and parse as one; if it does not, the value is written
+        again under the rest-of-call grammar (``grammar.call_rest``), so a call is never malformed. The
+        call's text is emitted once it is whole. Returns the finish reason and the tokens generated."""
+        opened = [*head, *llm.tokenize(forced.encode("utf-8"), add_bos=False, special=False)]
+        generated = 0
+        for grammar in (None, self._rest_grammar()):
+            end = CallEnd()
+            decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+            written: list[str] = []
+            tokens = llm.generate(opened, temp=temperature, grammar=grammar, **_SAMPLING)
+            try:
+                for _ in range(budget):
+                    token = next(tokens)
+                    if stop.is_set():
+                        return "stop", generated
+                    if token in self._stop_ids:
+                        break
+                    generated += 1
+                    written.append(end.feed(decoder.decode(llm.detokenize([token], special=False))))
+                    if end.closed:
+                        break
+            finally:
+                tokens.close()
+            call = forced + "".join(written)
+            if end.closed and _is_call(call, head_text=llm.detokenize(head[-1:], special=False)):
+                emit(call)
+                return "tool_calls", generated
+            log.info("local: the call's arguments did not close a valid call%s: %r",
+                     "; written again under the grammar" if grammar is None else "", call[:200])  # fmt: skip
+        emit(call)  # under the grammar it can only be cut short by the budget: the detector sees that
+        return "length", generated
+
+    def _rest_grammar(self) -> LlamaGrammar:
+        from llama_cpp.llama_grammar import LlamaGrammar
+
+        key = ("call_rest",)
+        if key not in self._grammars:
+            self._grammars[key] = LlamaGrammar.from_string(call_rest(), verbose=False)
+        return self._grammars[key]
+
+
+def _is_call(text: str, *, head_text: bytes) -> bool:
+    """Whether the call's first token's text plus ``text`` parse as ``{"name": …, "arguments": {…}}``."""
+    try:
+        call = json.loads(head_text.decode("utf-8", errors="replace") + text)
+    except ValueError:
+        return False
+    return (
+        isinstance(call, dict)
+        and isinstance(call.get("name"), str)
+        and isinstance(call.get("arguments"), dict)
+    )
 
 
 _PREFILL_SLICE = 64
