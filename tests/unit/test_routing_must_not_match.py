@@ -14,8 +14,8 @@ RULE_IDS = [r.id for r in RULES]
 
 MUST_NOT_MATCH: dict[str, tuple[str, ...]] = {
     "booking.zh.reserve": (
+        "主管叫我保留下週三下午",
         "主管說下週要約你的一對一，我該準備什麼",
-
         "我幫主管預約會議室一直失敗怎麼辦",
         "老闆叫我幫客戶預約拜訪時間，行政工作做太多會影響升遷嗎",
         "HR 要我自己上系統預約面試時間，要選早上還是下午",
@@ -38,7 +38,6 @@ MUST_NOT_MATCH: dict[str, tuple[str, ...]] = {
     ),
     "booking.zh.change": (
         "主管又取消跟我的一對一，是不是不重視我",
-
         "二面可以改期嗎？會不會扣分",
         "我想把複試改時間，要怎麼跟 HR 開口",
         "健身房會員可以取消嗎",
@@ -63,25 +62,28 @@ MUST_NOT_MATCH: dict[str, tuple[str, ...]] = {
         "想當職涯諮詢師，諮詢一次大概多久才夠",
     ),
     "booking.zh.slot": (
+        "客戶問你哪天比較方便開會，要怎麼回",
+        "HR 問妳什麼時候方便面試",
         "面試官問我下週哪個時段有空，要怎麼回比較好",
         "這家公司的實習還有名額嗎",
         "你有時間幫我看一下履歷嗎",
     ),
     "booking.en.reserve": (
         "my boss wants to book a sesion with the client",
-
         "my boss asked me to book appointments for his clients, is that part of my job?",
         "how do I book a meeting with my skip-level manager",
         "should I schedule my interview in the morning or afternoon",
         "how do I book a conference room for my team's offsite",
     ),
     "booking.en.change": (
+        "my session with the recruiter got cancelled, what now",
         "can I cancel my interview",
         "can I reschedule my second-round interview without looking bad",
         "how do I cancel my gym membership",
         "I had to reschedule a client appointment twice, will my boss be mad",
     ),
     "booking.en.price": (
+        "is there a cheaper rate for students at the gym",
         "how much should I charge per session as a freelance designer",
         "what's a fair price for my tutoring sessions",
         "how much do therapy sessions cost in Taipei",
@@ -96,7 +98,6 @@ MUST_NOT_MATCH: dict[str, tuple[str, ...]] = {
     "booking.en.availability": (
         "anything open in marketing right now?",
         "is anything open at the office on saturday",
-
         "my boss texted 'are you free this weekend?' should I answer",
         "the recruiter sent me available slots for the interview",
         "are there any slots left in the AWS bootcamp",
@@ -105,7 +106,6 @@ MUST_NOT_MATCH: dict[str, tuple[str, ...]] = {
     ),
     "resume.zh.review": (
         "救救我 HR 叫我幫忙篩履歷",
-
         "請問履歷要放照片嗎",
         "可以在履歷上寫離職原因嗎",
         "HR 說會幫我把履歷轉給主管，要等多久",
@@ -128,8 +128,9 @@ MUST_NOT_MATCH: dict[str, tuple[str, ...]] = {
         "履歷放這邊的平台會被 HR 看到嗎",
     ),
     "resume.en.review": (
+        "my resume or my portfolio, which one is better?",
+        "how do I turn my internship into a resume bullet",
         "how do I trim my resume down to one page",
-
         "how do I write a good linkedin summary",
         "how do I make my resume stand out",
         "should I send my resume as a PDF or a Word file",
@@ -151,9 +152,10 @@ MUST_NOT_MATCH: dict[str, tuple[str, ...]] = {
         "來得及嗎？還是應該先去上補習班，或是直接找相關的助理職缺，從基層慢慢往上爬比較實際呢？",
     ),
     "offtopic.zh.request": (
+        "寫一首關於加班的 rap",
+        "工作壓力大到失眠怎麼辦",
         "被炒魷魚之後要怎麼做",
         "炒股要怎麼做才不會賠",
-
         "面試官叫我講個笑話，要怎麼接",
         "幫我把這封給主管的信翻成英文",
         "面試會考 abstract class 嗎",
@@ -164,8 +166,8 @@ MUST_NOT_MATCH: dict[str, tuple[str, ...]] = {
         "公司新人訓要交讀後感，算工作時數嗎",
     ),
     "offtopic.en.request": (
+        "any jokes for my team's year-end party?",
         "my history essay won a prize, should I list it on my CV",
-
         "my boss asked me to write a poem for the company party, is that part of my job?",
         "how do I translate my job title on my resume",
         "will interviewers ask me to center a div",
@@ -174,8 +176,8 @@ MUST_NOT_MATCH: dict[str, tuple[str, ...]] = {
         "I want to work as a weather forecaster, what degree do I need",
     ),
     "offtopic.zh.errand": (
+        "老闆叫我幫忙訂尾牙的餐廳",
         "想預約眼科醫師的職缺面試",
-
         "HR 幫我預約了面試，要準備什麼",
         "請病假要先預約門診證明嗎",
         "公司尾牙要訂餐廳，行政可以報加班嗎",
@@ -193,13 +195,11 @@ MUST_NOT_MATCH: dict[str, tuple[str, ...]] = {
     ),
     "greet.thanks": (
         "thx 妳人真好 那薪水怎麼談",
-
         "謝謝！那如果對方要我先開價怎麼辦",
         "thanks, one more thing: should I accept the counter offer",
     ),
     "greet.bye": (
         "那先這樣吧，我要辭職了",
-
         "掰掰之前最後一個問題：要不要接這個 offer",
         "bye for now, but how do I follow up after an interview",
     ),
@@ -208,14 +208,15 @@ MUST_NOT_MATCH: dict[str, tuple[str, ...]] = {
         "ok so what should I do next about the layoff",
     ),
     "booking.zh.terms": (
+        "健身房一對一教練課有買五送一嗎",
         "教練說買十堂一對一健身課比較划算",
-
         "健身房十堂一起買比較便宜嗎",
         "主管說一對一和團體會議要分開排，我該怎麼安排",
         "上班打卡常常會晚到五分鐘，會被記過嗎",
         "公司的員工諮詢可以用英文嗎",
     ),
     "booking.zh.receipt": (
+        "客戶要我開 invoice 給他們報帳",
         "我在會計部負責開發票，抬頭一直打錯會被扣薪嗎",
         "客戶要求發票抬頭改成新公司，業務要怎麼回",
     ),
@@ -226,7 +227,6 @@ MUST_NOT_MATCH: dict[str, tuple[str, ...]] = {
     ),
     "resume.zh.passage": (
         "自我介紹那段我寫「大家好我是小王」，面試時講會不會太短",
-
         "面試的自我介紹我是這樣寫的：「大家好，我叫小明，畢業於政大」，會太長嗎",
         "學歷欄要寫高中嗎",
         "技能要怎麼寫比較好",
@@ -256,6 +256,7 @@ MUST_NOT_MATCH: dict[str, tuple[str, ...]] = {
         "I'd like a haiku about cats, thanks",
     ),
     "greet.about": (
+        "你喜歡前端還是後端",
         "你是誰介紹給我的 HR 嗎，我該怎麼回他",
         "what can you do about a boss who steals credit",
         "你能幫我做什麼樣的職涯規劃",

@@ -99,10 +99,16 @@ _ABOUT = (
     r"(?:誰|哪家公司|哪間公司)(?:做|開發|寫|設計)(?:了|出)?(?:你|妳)|"
     r"(?:你|妳)(?:會|懂|能)(?:說|講|聽)?(?:台語|臺語|英文|英語|日文|日語|中文|客語|客家話|韓文|粵語|廣東話)嗎?|"
     r"(?:你|妳)(?:(?:平常|平時|都)?(?:喜歡|愛)|平常|平時)(?:喝|吃|看|聽|玩)[^\s,，。?？!！]{1,6}嗎?|"
+    # 「妳平常都聽什麼音樂」, 「妳喜歡貓還是狗」
+    r"(?:你|妳)(?:平常|平時)?都?(?:聽|看|吃|喝|玩)什麼(?:音樂|歌|電影|劇|書|東西)?|"
+    r"(?:你|妳)(?:比較)?喜歡(?:貓|狗|咖啡|茶|夏天|冬天|海邊|山上)還是(?:貓|狗|咖啡|茶|夏天|冬天|海邊|山上)|"
     r"do (?:you|u) (?:like|drink|eat|watch|speak) [a-z ]{2,20}"
 )
 # a kind word after the thanks: 「thx 妳人真好」
-_PRAISE = r"人(?:真|超|很|太)好|最棒了?|(?:you(?:'re| are)|ur) (?:the best|awesome|amazing)|you rock"
+_PRAISE = (
+    r"人(?:真|超|很|太)好|最棒了?|真的?(?:很|超|好)?(?:棒|厲害)|(?:很|超|好)(?:棒|厲害)"
+    r"|(?:you(?:'re| are)|ur) (?:the best|awesome|amazing)|you rock"
+)
 _ANY = f"{_HELLO}|{_HOW}|{_THANKS}|{_BYE}|{_ACK}|{_ABOUT}|{_PRAISE}|{_FILLER}"
 
 
@@ -116,7 +122,7 @@ def _smalltalk(first: str) -> re.Pattern[str]:
 
 _DOC_ZH = (
     r"履歷|履力|履厲|履立|簡歷|(?<![a-z])(?:cv|resume)(?![a-z])|自傳|自我推薦信|自薦信|求職信|轉職信|cover ?letter"
-    r"|linkedin\s?的?\s?(?:about|簡介|摘要|自介|headline|summary|profile|個人檔案)"
+    r"|linkedin\s?的?\s?(?:about|簡介|摘要|自介|headline|summary|profile|個人檔案|關於我)"
     # a job site's self-introduction: 「104 的自我介紹」, 「一段自我介紹要放在 104 上」
     r"|(?:104|1111|518|yourator|cake ?resume)\s?(?:上的|上|的)?\s?(?:自我介紹|自介|簡介)"
     r"|(?:自我介紹|自介)[^。，,]{0,6}(?:104|1111|518|yourator|cake ?resume)"
@@ -127,7 +133,12 @@ _DOC_EN = r"resume|résumé|resme|resum|cv|cover letter|linkedin (?:summary|prof
 # --- words used about something else: vetoes for the booking rules --------------------------------------
 
 # a personal service or a meal booked (a haircut, nails, a massage, a table for dinner): an errand
-_ERRAND_ZH = r"(?:剪|燙|染|洗|護)頭?髮|洗頭|髮廊|美髮|美容院|美甲|按摩|洗牙|訂位|燒肉|火鍋|吃到飽|牛排|壽司|居酒屋|包廂|演唱會|音樂會|電影院|門票"
+_ERRAND_ZH = (
+    r"(?:剪|燙|染|洗|護)頭?髮|洗頭|髮廊|美髮|美容院|美甲|指甲|光療|美睫|按摩|洗牙|訂位|燒肉|火鍋|吃到飽|牛排|壽司|"
+    r"omakase|居酒屋|包廂|演唱會|音樂會|電影院|門票"
+    # a clinic's department: 「幫我約下週三晚上的皮膚科」
+    r"|(?:眼|牙|皮膚|耳鼻喉|骨|婦產|小兒|家醫|復健|身心|精神)科"
+)
 
 # other people's resumes in the user's hands: screening applicants at work, helping at someone's request
 # (「主管叫我幫忙篩新人的履歷」, "my manager asked me to review the resumes"): a question about work
@@ -185,7 +196,7 @@ _CODE = (
 # any word of work or careers vetoes the off-topic rules: a career question wins over what else it asks
 _CAREER_WORDS = (
     r"工作|職|面試|履歷|簡歷|自傳|薪|老闆|主管|同事|公司|轉行|求職|應徵|上班|下班|加班|升遷|產業|行業|實習|"
-    r"諮詢|工程師|年資|資遣|裁員|勞基法|請假|病假|特休|事假|產假|育嬰假|"
+    r"諮詢|工程師|年資|資遣|裁員|勞基法|請假|病假|特休|事假|產假|育嬰假|部門|尾牙|春酒|團建|員工旅遊|"
     r"\b(?:jobs?|careers?|interview(?:s|ers?)?|resumes?|cv|salary|salaries|pay|boss|manager|coworkers?|colleagues?|"
     r"company|work|working|hire|hired|hiring|promotion|linkedin|recruiters?|offers?|quit|layoffs?|laid off|"
     r"employer|office|team|engineer|developer|coaching|session|consultation|sick leave|pto|day off|"

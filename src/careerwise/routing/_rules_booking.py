@@ -37,6 +37,9 @@ BOOKING_RULES: tuple[Rule, ...] = (
             # a time held for the user: 「可以幫我保留禮拜五下午的位子嗎」
             r"|(?:保留|留|卡)(?:一個|個)?[^。，,?？]{0,10}(?:週|禮拜|星期|明天|後天|早上|上午|下午|晚上)[^。，,?？]{0,6}"
             r"(?:位子|位置|時段|名額|空檔)"
+            # a time and nothing else to hold: 「幫我保留下週二晚上七點」
+            r"|^(?:可以)?先?(?:幫我)?(?:保留|留|卡)(?:一下)?(?:這|下|本)?(?:週|禮拜|星期)[一二三四五六日天]"
+            r"(?:早上|上午|中午|下午|晚上)?(?:[一二三四五六七八九十兩]{1,3}|\d{1,2})?(?:點|:\d\d)?半?(?:嗎)?$"
         ),
         "asks to book a consultation (預約, 約一對一, 報名諮詢)",
         (
@@ -53,6 +56,7 @@ BOOKING_RULES: tuple[Rule, ...] = (
             "一對一諮詢在哪裡報名",
             "可以先幫我留下週三晚上的時段嗎",
             "還是想直接約妳的一對一，這週可以嗎",
+            "先幫我保留禮拜四下午三點",
         ),
         # booking for someone else or something else (a boss's meeting room, a client visit, a clinic,
         # a family member's check-up, a job interview), or someone else's counselling (an employer's
@@ -156,13 +160,25 @@ BOOKING_RULES: tuple[Rule, ...] = (
             r"|(?:summer|妳|你|老師)\s*(?:(?:這|下|本)?(?:週|禮拜|星期)[一二三四五六日天末]|平日|假日|週末)\s*"
             r"(?:早上|上午|中午|下午|晚上)?\s*(?:有空|有時間|有開放|有開|開放)"
             r"|(?:還有|有沒有|有)(?:週末|平日|晚上|下週|這週)?的?(?:時段|名額|空檔|空位)"
+            # 「妳什麼時候方便？」, 「Summer 禮拜六早上還有位子嗎」
+            r"|(?:summer|妳|你|老師)\s*(?:什麼時候|何時|哪天|哪時候)(?:比較)?方便"
+            r"|(?:summer|妳|你|老師)\s*(?:(?:這|下|本)?(?:週|禮拜|星期)[一二三四五六日天末]|平日|假日|週末|明天|後天)\s*"
+            r"(?:早上|上午|中午|下午|晚上)?\s*(?:還有|有沒有)(?:位子|空位|名額)"
         ),
         "asks when Summer is free",
-        ("Summer 這週有空嗎", "還有週末的時段嗎", "老師禮拜天下午有開放嗎"),
+        (
+            "Summer 這週有空嗎",
+            "還有週末的時段嗎",
+            "老師禮拜天下午有開放嗎",
+            "妳哪天比較方便？想跟妳聊聊轉職",
+            "summer 下週三晚上還有空位嗎",
+        ),
         # an interview's time slot, a job's or a course's openings; "do you have time to look at my
         # resume" asks for a review (the resume rules), not for a slot
         exclude=_r(
             rf"{_INTERVIEW_ZH}|{_ASKED_BY_OTHERS_ZH}|職缺|公司|實習|徵才|招募|課程|研究所|考試|(?:有空|有時間)(?:幫|看)"
+            # someone at work asking the user when they are free: a meeting, not a session
+            r"|(?:主管|老闆|hr|人資|同事|客戶|廠商|面試官)[^。，,]{0,4}問|開會|會議"
         ),
     ),
     Rule(
@@ -174,6 +190,8 @@ BOOKING_RULES: tuple[Rule, ...] = (
             r"|(?:[二三四五六七八九十兩幾多]|\d+)\s?(?:次|堂)的?(?:諮詢|一對一|1對1)[^。]{0,8}(?:便宜|優惠|折扣|打折|划算)"
             r"|(?:諮詢|預約)[^。]{0,10}(?:遲到|晚到|會晚|晚\s?\d+\s?分)"
             r"|(?:諮詢|一對一|1對1)[^。]{0,6}(?:用|講|說)(?:中文|英文|台語|英語)"
+            # a bundle named further on: 「諮詢有沒有買三次送一次那種套票」
+            r"|(?:諮詢|一對一|1對1)[^。]{0,14}(?:套票|組合價|買\s?[一二三四五\d]\s?送\s?[一二\d])"
             r"|(?:一對一|1對1)[^。]{0,6}(?:跟|和|與|還是)[^。]{0,6}(?:團體|小團體|小班|團班|多人)"
         ),
         "the terms of the sessions: bundles of several, arriving late, the language, one-to-one or a group",
@@ -181,6 +199,7 @@ BOOKING_RULES: tuple[Rule, ...] = (
             "有沒有五次一起買的套票",
             "一口氣報三次一對一會不會比較划算",
             "明天的諮詢我大概會晚十分鐘",
+            "一對一可以買五送一嗎",
             "諮詢可以用英文嗎",
             "一對一和小班有什麼不同",
         ),
@@ -192,10 +211,12 @@ BOOKING_RULES: tuple[Rule, ...] = (
     Rule(
         "booking.zh.receipt",
         "booking",
-        _r(r"(?:收據|發票)[^。，,]{0,8}(?:抬頭|統編|報帳)|(?:抬頭|統編)[^。，,]{0,8}(?:收據|發票)"),
+        _r(
+            r"(?:收據|發票|invoice|receipt)[^。，,]{0,8}(?:抬頭|統編|報帳)|(?:抬頭|統編)[^。，,]{0,8}(?:收據|發票|invoice)"
+        ),
         "a receipt or an invoice for the session made out to the user's employer (抬頭, 統編, 報帳): the "
         "payment rule vetoes 公司, this one does not",
-        ("收據可以開公司的抬頭嗎", "發票可以打我們公司的統編嗎"),
+        ("收據可以開公司的抬頭嗎", "發票可以打我們公司的統編嗎", "可以開 receipt 讓我回公司報帳嗎"),
         max_units=20,
         # issuing invoices as one's job (accounting, clients, suppliers) is a work question
         exclude=_r(r"客戶|廠商|負責|會計|報稅|作廢|幫公司開|我們公司開|開給"),
@@ -252,9 +273,17 @@ BOOKING_RULES: tuple[Rule, ...] = (
             r"sess?ion|consultation|slot)s?\b|\b(?:booked|reserved) (?:a|my) (?:slot|session)\b"
             # the whole message: «can I reschedule?» can only be about the session with Summer
             r"|^(?:hi |hey |sorry,? )?(?:can|could|may) (?:i|we) (?:re-?s[ck]?h?ed[a-z]{0,5}|cancel)\W*$"
+            # the session named first: «我的 session 能不能 reschedule», "my session, can we move it"
+            r"|(?:\b(?:my|our)\s|我的\s?)(?:session|booking|appointment|consultation)s?\b.{0,20}"
+            r"\b(?:re-?s[ck]?h?ed[a-z]{0,5}|cancel|cancle|postpone)\b"
         ),
         "changes or cancels a booking",
-        ("can I reschedule my appointment to friday", "cancel my booking please", "pls reshedule my session"),
+        (
+            "can I reschedule my appointment to friday",
+            "cancel my booking please",
+            "pls reshedule my session",
+            "我的 booking 可以 cancel 嗎",
+        ),
         exclude=_r(
             rf"{_OTHERS_EN}|\b(?:membership|subscription|gym|flight|hotel|restaurant|table)\b"
             r"|\b(?:boss|manager|supervisor|clients?|customers?|coworkers?|colleagues?|team lead|hr|recruiter)\b"
@@ -269,6 +298,8 @@ BOOKING_RULES: tuple[Rule, ...] = (
             r".{0,20}\b(?:cost|price|fee)s?\b|\brefund policy\b"
             r"|\bwhat (?:are|r) your (?:rates|prices|fees)\b|\byour (?:rates|pricing|price list|fees)\b"
             r"|\bhow much do (?:you|u|summer) charge\b|\bstudent (?:price|pricing|discount|rate)s?\b"
+            r"|\b(?:cheaper|discount(?:ed)?|lower|reduced|special) (?:rate|price)s? for (?:\w+ )?students\b"
+            r"|\bwhat do (?:you|u) charge\b"
         ),
         "asks what a session costs",
         (
@@ -276,6 +307,8 @@ BOOKING_RULES: tuple[Rule, ...] = (
             "how much do you charge for career coaching",
             "how much do u charge",
             "is there a student discount",
+            "any discounted rate for college students",
+            "what do u charge for a mock interview",
         ),
         # what the user should charge (freelancing) or a product's price is not Summer's fee
         exclude=_r(
@@ -330,7 +363,7 @@ BOOKING_RULES: tuple[Rule, ...] = (
         "booking.en.availability",
         "booking",
         _r(
-            r"\b(?:are you|is summer) (?:free|available)\b|\byour (?:availability|calendar)\b"
+            r"\b(?:are you|is summer|you'?re|you are|ur|u r) (?:free|available)\b|\byour (?:availability|calendar)\b"
             r"|\b(?:available|open) (?:slots?|times?|sessions?)\b|\bwhat times are (?:available|open)\b"
             # "is there still availability on thursday?", "what time slots are available next week"
             r"|\b(?:is there|are there|any|do you have|still have) (?:still |any )?(?:availability|slots?|spots?)\b"
@@ -343,6 +376,7 @@ BOOKING_RULES: tuple[Rule, ...] = (
         "asks when Summer is free",
         (
             "are you free next tuesday?",
+            "any chance you're available thursday night",
             "what times are available this week",
             "any availability next monday",
             "which time slots are still open",

@@ -14,7 +14,7 @@ OFFTOPIC_RULES: tuple[Rule, ...] = (
         "offtopic.zh.request",
         "offtopic",
         _r(
-            r"(?:寫|作)(?:一)?(?:首|篇|個|段)(?:[^，,。]{0,8})(?:詩|絕句|歌詞|故事|小說|笑話|情書)"
+            r"(?:寫|作)(?:一)?(?:首|篇|個|段)(?:[^，,。]{0,8})(?:詩|絕句|歌詞|歌|rap|饒舌|故事|小說|笑話|情書)"
             r"|(?:講|說)(?:個|一個|幾個)?(?:冷)?笑話|睡前故事|(?:來|說|講)點好笑的|(?:婚禮|伴郎|伴娘|生日|畢業典禮)致詞"
             # the weather with a day to forecast (「那天氣呢？」 alone is a follow-up, 「今天好冷喔」 small talk)
             r"|(?:明天|今天|後天|週末|這週|下週|今晚|明早)[^。，,]{0,8}(?:天氣|氣溫|下雨|颱風|冷|熱)[^。]{0,6}"
@@ -29,6 +29,7 @@ OFFTOPIC_RULES: tuple[Rule, ...] = (
             r"|匯率|股票代號|股價"
             r"|(?:貓|狗|倉鼠|兔子|寵物)(?:咪|狗)?(?:一直|可以|能|會|吃|吐|生病)"
             r"|(?:發燒|感冒|喉嚨痛|拉肚子)[^。]{0,10}(?:怎麼辦|吃什麼|要不要|嗎|掛)"
+            r"|(?:失眠|睡不著|睡不好|沒睡好)[^。]{0,12}(?:怎麼辦|方法|吃什麼|嗎)|助眠"
             r"|數學題|方程式|微積分|國小[一二三四五六]?年級|時速多少|(?:弟|妹|小孩|兒子|女兒)的?[^。，,]{0,4}(?:作業|功課)"
             # homework of one's own: a book report, an essay, an assignment due
             r"|讀後感|觀後感|(?:寫|交)(?:一篇)?[^。，,]{0,6}作文|(?:作業|功課)[^。，,]{0,4}(?:要交|明天交|寫不完|趕不完)"
@@ -43,12 +44,14 @@ OFFTOPIC_RULES: tuple[Rule, ...] = (
         "exchange rates, pets, health, homework, a programming error",
         (
             "幫我寫一首關於海的詩",
+            "寫一段關於颱風天的 rap",
             "講個笑話給我聽",
             "明天高雄會下雨嗎",
             "紅燒肉怎麼滷比較入味",
             "昨晚洋基幾比幾",
             "日圓匯率現在多少",
             "我家貓一直吐怎麼辦",
+            "最近都睡不著，有什麼方法",
             "Python 出現 KeyError 是什麼意思",
             "幫我寫三百字的觀後感，電影是《鐵達尼號》",
             "清蒸魚要怎麼做才不會腥",
@@ -66,6 +69,7 @@ OFFTOPIC_RULES: tuple[Rule, ...] = (
             r"|\b(?:weather|forecast)\b|\bwill it (?:rain|snow)\b"
             r"|\brecipes?\b|\bhow (?:long|do i|to) (?:boil|bake|cook|roast|grill)\b"
             r"|\bwho won\b|\bscore (?:of|in) (?:the|last)\b|\bsuper bowl\b|\bworld cup\b"
+            r"|\b(?:any|some|got any|know any) (?:good |funny |dad |bad |corny )?jokes?\b"
             r"|\bexchange rate\b|\bticker symbol\b|\bstock price\b"
             r"|\bmy (?:dog|cat|puppy|kitten|hamster|rabbit)\b"
             r"|\b(?:derivative|integral) of\b|\bsolve (?:for x|this equation)\b"
@@ -83,6 +87,7 @@ OFFTOPIC_RULES: tuple[Rule, ...] = (
         (
             "write me a poem about autumn",
             "tell me a joke",
+            "know any corny jokes?",
             "what's the weather in Taipei tomorrow",
             "any good recipe for banana bread?",
             "who won the game last night",
@@ -106,7 +111,7 @@ OFFTOPIC_RULES: tuple[Rule, ...] = (
             # (not a trade: 美甲師, 證照, 開店 are a career's words)
             rf"|^(?!.*(?:師|證照|學徒|開店|加盟))(?=.*(?:{_ERRAND_ZH}))"
             r"(?=.*(?:預約|預訂|訂位|(?:幫我|我想|想|要)約|約(?:在)?(?:這|下|本)?(?:週|禮拜|星期|明天|後天|今天|今晚)"
-            r"|訂(?:[一二三四五六七八九十兩\d]|今|明|週|禮拜|星期|下)))"
+            r"|訂(?:[一二三四五六七八九十兩\d]|今|明|週|禮拜|星期|下)|幫我訂))"
             # a table for a number of people: 「幫我訂週六晚上四個人的」 (not an order, 訂單)
             r"|(?:訂(?![單閱定正製])|預訂|訂位)[^。，,?？]{0,12}(?:[一二三四五六七八九十兩]|\d+)\s?(?:個人|位|人)"
         ),
@@ -117,6 +122,7 @@ OFFTOPIC_RULES: tuple[Rule, ...] = (
             "我想預約下週的牙醫",
             "Netflix 會員要怎麼取消",
             "想去染髮 幫我約禮拜六早上",
+            "禮拜天想做美睫，可以幫我訂嗎",
             "幫我訂明天中午六個人的位子",
             "幫我阿嬤掛週四的皮膚科",
         ),

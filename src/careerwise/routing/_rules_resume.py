@@ -39,7 +39,7 @@ RESUME_RULES: tuple[Rule, ...] = (
             r"|救救我|救命|求救)"
             # a request that comes after the story of the document: 「這份簡歷我改了三次…可以幫忙看嗎」,
             # 「朋友說可能是履歷的問題，我自己看不出來，可以幫我檢查一下嗎」
-            rf"|(?:{_DOC_ZH}).{{0,40}}(?:幫忙|幫我|請妳|請你)(?:看|改|檢查|修|潤|過目|健檢|挑)"
+            rf"|(?:{_DOC_ZH}).{{0,40}}(?:幫忙|幫我|請妳|請你)(?:看|改|檢查|修|潤|過目|健檢|挑|重寫|順)"
             rf"|(?:{_DOC_ZH}).{{0,24}}聽聽(?:妳|你)?的?(?:意見|建議|看法)"
             # writing one from scratch: 「幫我寫一封投遞行銷職缺的求職信」
             rf"|(?:幫我|請妳|請你|可以幫忙)(?:寫|擬)[^。?？]{{0,24}}(?:{_DOC_ZH})"
@@ -58,6 +58,7 @@ RESUME_RULES: tuple[Rule, ...] = (
             "投了三十家都石沉大海，學長說履歷可能有問題，我看不出來，可以幫我檢查嗎",
             "我寫了 104 的自我介紹 幫我潤一下",
             "拯救一下我的英文履歷吧",
+            "我的 LinkedIn 關於我那段很空洞，可以幫我重寫嗎",
         ),
         # someone else handling the document (HR passing it on, a referral), or the user handling other
         # people's (screening applicants' resumes at work, helping at someone's request) is a career question
@@ -71,7 +72,7 @@ RESUME_RULES: tuple[Rule, ...] = (
         "resume.zh.pasted",
         "resume",
         _r(
-            rf"(?:以下是|這是|附上|貼上|這份是)(?:我的)?(?:中文|英文|新版|最新版?|修改後的?)?(?:{_DOC_ZH})"
+            rf"(?:以下是|這是|附上|貼上|這份是)(?:我的)?(?:中文|英文|新版|最新版?|修改後的?)?\s?(?:{_DOC_ZH})"
             rf"|(?:{_DOC_ZH})\s*(?:如下|:)"
             # 「自傳開頭這樣寫可以嗎：「…」」: a passage of it, pasted after asking about it
             rf"|(?:{_DOC_ZH})[^。:]{{0,8}}這樣(?:寫|改)[^。:]{{0,6}}:\s*\S"
@@ -85,6 +86,7 @@ RESUME_RULES: tuple[Rule, ...] = (
             "我的自傳：我是一個積極的人",
             "履歷的技能欄這樣寫好嗎：熟悉 Python、SQL",
             "附上我的新版履歷 麻煩了",
+            "附上我的英文 CV",
             "我把自傳貼在下面了，請看看哪裡不通順",
         ),
         # 「這是履歷常見的錯誤嗎」 asks about resumes in general
@@ -105,6 +107,8 @@ RESUME_RULES: tuple[Rule, ...] = (
             # 「幫我把這句改得專業一點：負責公司 IG 經營，粉絲從兩千成長到一萬」
             r"|這(?:句|段|行|條|一句|一段)[^。:「]{0,12}(?:改|潤|修|寫|調)[^。:「]{0,8}[:「]\s*「?\s*"
             rf"(?:{_WORK_VERB_ZH})"
+            # the line quoted first, then asked about: 「「主導…提升 45%」這句放在我履歷的第一條，這樣寫可以嗎」
+            rf"|^「\s*(?:{_WORK_VERB_ZH})[^」]{{6,}}」[^。]{{0,30}}(?:這樣寫|這樣|這句)[^。]{{0,6}}(?:可以|好|對|ok|行|怎麼改)"
         ),
         "a passage of the user's resume (a section named, its text quoted or after a colon) asked about",
         (
@@ -112,6 +116,7 @@ RESUME_RULES: tuple[Rule, ...] = (
             "專長：Excel 樞紐分析、SQL、Tableau 儀表板。這樣寫可以嗎",
             "這句可以幫我改得有力一點嗎：「主導門市改裝專案，三個月內完成」",
             "工作經驗那欄我寫「協助主管處理進出口報關文件」，感覺很弱",
+            "「負責北區門市營運，年營收成長 20%」這句當第一條，這樣寫好嗎",
             "技能：Photoshop、Illustrator、Figma 基礎。這樣會不會太單薄",
         ),
         # a self-introduction said at a job interview is interview practice (career), not a document; a
@@ -136,6 +141,10 @@ RESUME_RULES: tuple[Rule, ...] = (
             rf"proofread|edit|go through|go over|look over|tear (?:it|this) apart)\b"
             # asked to write one, or the document handed over: "write me a cover letter", "cv attached"
             rf"|\b(?:write|draft|build|create|make)\b (?:me|up) (?:a|an|my)\b.{{0,12}}\b(?:{_DOC_EN})\b"
+            rf"|\bturn\b.{{0,30}}\binto\b.{{0,20}}\b(?:{_DOC_EN})\b"
+            # a line of it changed and asked about: "tweaked the top bullet on my resume to '…', better?"
+            rf"|\bmy (?:{_DOC_EN})\b.{{0,40}}\bto\s+['\"「].{{8,}}['\"」]\s*,?\s*(?:better|any better|does (?:it|this|that) work|"
+            rf"ok|okay)\s*\??\s*$"
             rf"|\b(?:{_DOC_EN})\b (?:is |are )?(?:attached|below|pasted below|here)\b"
             rf"|\bis my (?:{_DOC_EN}) (?:ok|okay|good|fine|any good)\b"
             # asked loosely: "help with my cv", "thoughts on my resume?", "resume help pls", "what do you
@@ -174,6 +183,8 @@ RESUME_RULES: tuple[Rule, ...] = (
             "what do you think of my cover letter? it's below",
             "can you trim my resume down to one page",
             "be ruthless with my cv, nothing is too small",
+            "could you turn these notes into a decent cover letter",
+            "changed the first line of my cv to 'Cut support tickets by 30%', better?",
         ),
         exclude=_r(
             # general advice about one's resume is career ("how do I make my resume stand out"), unless
