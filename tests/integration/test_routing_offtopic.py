@@ -111,8 +111,8 @@ async def test_layer_two_scores_the_question_after_a_greeting(embedder: Embedder
     assert recording.texts == ["面試要穿什麼比較好"]  # the greeting and 想問一下 are not scored
     assert decision.intent == "career"
     recording.texts.clear()
-    await router.route("thanks Summer 你人真好")  # nothing left to ask: the whole message is scored
-    assert recording.texts == ["thanks Summer 你人真好"]
+    await router.route("thanks Summer 妳很可愛耶")  # nothing left to ask: the whole message is scored
+    assert recording.texts == ["thanks Summer 妳很可愛耶"]
 
 
 async def test_a_booking_verdict_on_an_interview_is_not_sure(embedder: Embedder) -> None:
