@@ -17,9 +17,9 @@ from tests.integration.test_deep_answers import AGENTS, COMPLEX, as_json, respon
 def test_the_first_section_shows_before_the_report_and_the_report_replaces_the_sections_once(
     page: Page, fake_llm: FakeLLM, live_server: Callable[..., LiveServer]
 ) -> None:
-    # the market and growth facets show Summer's sentences before any call; growth's call is held until
-    # the test has seen them, so the page holds them (and the thinking indicator) while the rest of the
-    # report is still being written
+    # the three facets show Summer's sentences before any call (practice's English article as she wrote
+    # it); growth's call is held until the test has seen them, so the page holds them (and the thinking
+    # indicator) while the rest of the report is still being written
     gate = threading.Event()
     growth = as_json(AGENTS["growth"])
     growth.gate = gate
@@ -34,11 +34,11 @@ def test_the_first_section_shows_before_the_report_and_the_report_replaces_the_s
     first = sections.first
     expect(first.locator("h3")).to_have_text("市場分析", timeout=60_000)
     expect(first.locator(".section-body.streaming")).to_contain_text("- ")
-    # the report has not arrived: the indicator is still up, the input locked, the two sections only
+    # the report has not arrived: the indicator is still up, the input locked, the three facets only
     expect(answer.locator(".thinking")).to_be_visible()
     expect(page.locator("#message")).to_be_disabled()
-    expect(sections).to_have_count(2)
-    expect(sections.locator("h3")).to_have_text(["市場分析", "成長建議"])
+    expect(sections).to_have_count(3)
+    expect(sections.locator("h3")).to_have_text(["市場分析", "成長建議", "實戰準備"])
     expect(answer.locator(".report-title")).to_have_count(0)
     gate.set()
 
