@@ -268,3 +268,23 @@ def test_a_word_of_work_vetoes_an_offtopic_verdict(message: str, veto: str | Non
 
     found = vetoed("offtopic", message)
     assert (found.lower() if found else None) == veto
+
+
+@pytest.mark.parametrize(
+    ("message", "vetoed_as_greeting"),
+    [
+        ("嗨～想問一下面試要穿什麼比較好？", True),
+        ("hi Summer! how do I ask my manager for a raise?", True),
+        ("你好呀，最近過得好嗎", False),  # small talk after the greeting
+        ("哈囉 Summer，今天天氣真好", False),  # no question at all
+        ("thanks Summer 你人真好", False),
+        ("這個 app 是哪間公司做的啊", False),  # no opener: a question about Summer herself
+    ],
+)
+def test_a_question_of_work_after_a_greeting_vetoes_a_greeting_verdict(
+    message: str, vetoed_as_greeting: bool
+) -> None:
+    """The same veto for layer 2 and the LLM: a greeting in front of a question is labelled by the question."""
+    from careerwise.routing.rules import vetoed
+
+    assert (vetoed("greeting", message) is not None) == vetoed_as_greeting

@@ -26,10 +26,10 @@ from careerwise.routing.lexical import NAME as LEXICAL
 from careerwise.routing.lexical import LexicalClassifier, lexical_classifier
 from careerwise.routing.llm_classifier import Failure, LLMIntentClassifier
 from careerwise.routing.router import RouteDecision
-from careerwise.routing.rules import Rule, match_rules, vetoed
+from careerwise.routing.rules import ASKS_UNITS, Rule, match_rules, vetoed
 from careerwise.routing.semantic import IntentScores, SemanticClassifier
 from careerwise.routing.thresholds import NEVER, Thresholds, load_thresholds, thresholds_path
-from careerwise.routing.tier import asks_a_question, classify_tier
+from careerwise.routing.tier import classify_tier
 
 log = logging.getLogger(__name__)
 
@@ -45,23 +45,12 @@ def _r(x: float) -> float:
     return round(float(x), 4)
 
 
-_ASKS_UNITS = 6  # «面試要穿什麼», "how do I ask for a raise": a question; «你幾歲», «你人真好»: small talk
-
-
 def _asked(message: str) -> str:
     """What layer 2 scores: the message without a leading greeting, thanks or 請問-style opener when
-    what follows is long enough to ask something (at least ``_ASKS_UNITS`` units); else the whole
+    what follows is long enough to ask something (at least ``ASKS_UNITS`` units); else the whole
     message («thanks Summer 你人真好» stays small talk)."""
     core = strip_opener(normalise(message))
-    return core if units(core) >= _ASKS_UNITS and core != normalise(message) else message
-
-
-def _asks_after_opener(message: str) -> bool:
-    """Whether what follows a leading greeting, thanks or 請問-style opener asks a question of work (at
-    least ``_ASKS_UNITS`` units, with a word of work or careers, as the off-topic veto reads them):
-    «嗨～想問一下面試要穿什麼？», not «你好呀，最近過得好嗎»."""
-    core = strip_opener(normalise(message))
-    return units(core) >= _ASKS_UNITS and asks_a_question(core) and vetoed("offtopic", core) is not None
+    return core if units(core) >= ASKS_UNITS and core != normalise(message) else message
 
 
 class CascadeRouter:
@@ -426,11 +415,8 @@ class CascadeRouter:
         # else's appointment or a membership, its resume answer on other people's resumes or a general
         # question about a document's length, or its off-topic answer on a message with a word of work,
         # is career (the default when unsure), as layer 2 is not sure there either (a small model reads
-        # "book" and "cancel" as booking)
+        # "book" and "cancel" as booking; its greeting on a greeting followed by a question of work)
         llm_veto = vetoed(result.intent, message)
-        if result.intent == "greeting" and llm_veto is None and _asks_after_opener(message):
-            # a greeting followed by a question is labelled by the question (docs/routing.md)
-            llm_veto = "a question after the greeting"
         intent = "career" if llm_veto is not None else result.intent
         overruled = (
             [f"«{llm_veto}» says the {result.intent} words are about something else: career"]

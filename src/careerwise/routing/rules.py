@@ -29,9 +29,12 @@ from careerwise.routing._rules_booking import BOOKING_RULES
 from careerwise.routing._rules_greeting import GREETING_RULES
 from careerwise.routing._rules_offtopic import OFFTOPIC_RULES
 from careerwise.routing._rules_resume import RESUME_RULES
-from careerwise.routing._text import normalise
+from careerwise.routing._text import normalise, strip_opener, units
+from careerwise.routing.tier import asks_a_question
 
-__all__ = ["RULES", "Rule", "match_rules", "vetoed"]
+__all__ = ["ASKS_UNITS", "RULES", "Rule", "match_rules", "vetoed"]
+
+ASKS_UNITS = 6  # «面試要穿什麼», "how do I ask for a raise": a question; «你幾歲», «你人真好»: small talk
 
 # The order is the mixed-intent policy: booking > resume > off-topic (vetoed by any word of work) >
 # greeting (only a message that is nothing but small talk).
@@ -73,8 +76,21 @@ def vetoed(intent: str, message: str) -> str | None:
     A booking stays un-vetoed for a mock interview (one of Summer's sessions) and for a message whose
     last clause, where a long message states its request, asks for one of Summer's sessions without a
     veto word of its own: a story about failed interviews that ends «請問一對一諮詢要怎麼報名？» is a
-    booking, «HR 約我明天面試，可以改到後天嗎？» is not."""
+    booking, «HR 約我明天面試，可以改到後天嗎？» is not.
+
+    A greeting is vetoed when what follows a leading greeting, thanks or 請問-style opener asks a question
+    of work (at least ``ASKS_UNITS`` units, with a word of work or careers): such a message is labelled by
+    its question (docs/routing.md), «嗨～想問一下面試要穿什麼？», not «你好呀，最近過得好嗎»."""
     text = normalise(message)
+    if intent == "greeting":
+        core = strip_opener(text)
+        asks = (
+            core != text  # an opener was there: «這個 app 是哪間公司做的» asks about Summer herself
+            and units(core) >= ASKS_UNITS
+            and asks_a_question(core)
+            and _CAREER.search(core) is not None
+        )
+        return "a question after the greeting" if asks else None
     if intent == "offtopic":
         found = _CAREER.search(text)
         return found.group(0) if found else None
