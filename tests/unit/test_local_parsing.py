@@ -28,7 +28,7 @@ from careerwise.llm.local import (
     parse_tool_call,
     render_prompt,
 )
-from careerwise.llm.local import provider as local_provider
+from careerwise.llm.local import prefill as local_prefill
 from careerwise.llm.local import weights as local_weights
 from careerwise.llm.textcalls import Suppressed
 from careerwise.llm.types import ChatMessage, CompletionRequest, StreamChunk, ToolCallRequest, ToolSpec
@@ -553,7 +553,7 @@ async def test_prompt_prefix_is_reused_and_only_new_tokens_are_evaluated() -> No
 async def test_cancel_during_a_long_prompt_stops_between_slices() -> None:
     fake = FakeLlama(["好"], eval_delay=0.05)
     provider = ScriptedProvider(fake, convert_zh=False)
-    long_question = "很" * (local_provider._PREFILL_SLICE * 40)
+    long_question = "很" * (local_prefill.PREFILL_SLICE * 40)
     request = CompletionRequest(messages=[ChatMessage("user", long_question)])
 
     async def consume() -> None:
@@ -567,7 +567,7 @@ async def test_cancel_during_a_long_prompt_stops_between_slices() -> None:
         await task
     await asyncio.sleep(0.2)
     with fake.lock:
-        assert fake.evaluated < local_provider._PREFILL_SLICE * 10
+        assert fake.evaluated < local_prefill.PREFILL_SLICE * 10
         assert fake.generated == 0
     await provider.aclose()
 
@@ -604,11 +604,11 @@ def test_prefill_saves_the_prefix_once_and_a_new_process_loads_it() -> None:
     store = MemoryStore()
     prompt = list(range(1, 300))
     first = FakeLlama([])
-    assert local_provider._prefill(first, prompt, threading.Event(), prefix_len=130, store=store)  # type: ignore[arg-type]
+    assert local_prefill.prefill(first, prompt, threading.Event(), prefix_len=130, store=store)  # type: ignore[arg-type]
     assert store.saves == [130] and first.evaluated == len(prompt) - 1  # saved at exactly the prefix
     again = FakeLlama([])  # a new process: empty KV cache, the same store
     other = [*prompt[:130], *range(900, 950)]
-    assert local_provider._prefill(again, other, threading.Event(), prefix_len=130, store=store)  # type: ignore[arg-type]
+    assert local_prefill.prefill(again, other, threading.Event(), prefix_len=130, store=store)  # type: ignore[arg-type]
     assert store.loads == 1 and store.saves == [130]
     assert again.evaluated == len(other) - 1 - 130  # only what follows the prefix was read
     assert again.input_ids == other[:-1]
@@ -618,8 +618,8 @@ def test_prefill_without_a_store_or_with_the_prefix_cached_never_touches_a_store
     store = MemoryStore()
     llm = FakeLlama([])
     prompt = list(range(1, 200))
-    local_provider._prefill(llm, prompt, threading.Event())
-    local_provider._prefill(llm, [*prompt[:150], 7, 8], threading.Event(), prefix_len=100, store=store)  # type: ignore[arg-type]
+    local_prefill.prefill(llm, prompt, threading.Event())
+    local_prefill.prefill(llm, [*prompt[:150], 7, 8], threading.Event(), prefix_len=100, store=store)  # type: ignore[arg-type]
     assert store.loads == 0 and store.saves == []  # the KV cache already held the prefix
 
 

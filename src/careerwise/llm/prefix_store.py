@@ -2,7 +2,7 @@
 
 Every career answer starts with the same first system turn (the tool descriptions and the persona),
 several hundred tokens that take the embedded model seconds to read on a small CPU. Within a
-process llama.cpp's KV cache keeps them between requests (``local._prefill``); across processes (a
+process llama.cpp's KV cache keeps them between requests (``local.prefill.prefill``); across processes (a
 ``careerwise chat``, a restart, each of ``serve --workers N``) this store keeps llama.cpp's state after
 those tokens in ``data/cache/prefix-<digest>.state``, named by the model file and the exact tokens, so a
 different persona, date or model never loads another's state. Files are written under a temporary name

@@ -28,9 +28,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from careerwise.errors import LLMError, LLMUnavailableError
-from careerwise.llm.grammar import CallEnd, call_opening, call_or_text, call_rest
+from careerwise.llm.grammar import call_opening, call_or_text, call_rest
 from careerwise.llm.local.branch import branch_share
+from careerwise.llm.local.calls import finish_call
 from careerwise.llm.local.chatml import IM_END, IM_START, render_prompt
+from careerwise.llm.local.prefill import prefill
 from careerwise.llm.local.weights import _import_llama, _model_id, _model_params, _unavailable
 from careerwise.llm.prefix_store import PrefixStore
 from careerwise.llm.profile import SLOW_PASSAGE_BUDGET, ProviderProfile, measured
@@ -379,7 +381,7 @@ class LocalProvider:
         try:
             started = time.perf_counter()
             counted: list[int] = []
-            if not _prefill(
+            if not prefill(
                 llm, prompt_tokens, stop, prefix_len=prefix_len, store=self._prefix_store, evaluated=counted
             ):
                 return _GenResult("stop", 0)
@@ -464,41 +466,11 @@ class LocalProvider:
         stop: threading.Event,
         emit: Callable[[str | _Done], None],
     ) -> tuple[str, int]:
-        """The rest of a call whose first token (the end of ``head``) chose the call branch: the characters
-        that the grammar would force anyway (``forced``, up to the first argument's value) are read as
-        prompt in one batch instead of being generated one token at a time, and the value is written
-        without the grammar, whose check of every token costs about as much again as the token itself on
-        a CPU. The result must close the call and parse as one; if it does not, the value is written
-        again under the rest-of-call grammar (``grammar.call_rest``), so a call is never malformed. The
-        call's text is emitted once it is whole. Returns the finish reason and the tokens generated."""
-        opened = [*head, *llm.tokenize(forced.encode("utf-8"), add_bos=False, special=False)]
-        generated = 0
-        for grammar in (None, self._rest_grammar()):
-            end = CallEnd()
-            decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-            written: list[str] = []
-            tokens = llm.generate(opened, temp=temperature, grammar=grammar, **_SAMPLING)
-            try:
-                for _ in range(budget):
-                    token = next(tokens)
-                    if stop.is_set():
-                        return "stop", generated
-                    if token in self._stop_ids:
-                        break
-                    generated += 1
-                    written.append(end.feed(decoder.decode(llm.detokenize([token], special=False))))
-                    if end.closed:
-                        break
-            finally:
-                tokens.close()
-            call = forced + "".join(written)
-            if end.closed and _is_call(call, head_text=llm.detokenize(head[-1:], special=False)):
-                emit(call)
-                return "tool_calls", generated
-            log.info("local: the call's arguments did not close a valid call%s: %r",
-                     "; written again under the grammar" if grammar is None else "", call[:200])  # fmt: skip
-        emit(call)  # under the grammar it can only be cut short by the budget: the detector sees that
-        return "length", generated
+        """The rest of a call whose first token chose the call branch (``calls.finish_call``)."""
+        return finish_call(
+            llm, head, forced, temperature=temperature, budget=budget, stop=stop, stop_ids=self._stop_ids,
+            grammars=(None, self._rest_grammar()), sampling=_SAMPLING, emit=emit,
+        )  # fmt: skip
 
     def _rest_grammar(self) -> LlamaGrammar:
         from llama_cpp.llama_grammar import LlamaGrammar
@@ -507,73 +479,6 @@ class LocalProvider:
         if key not in self._grammars:
             self._grammars[key] = LlamaGrammar.from_string(call_rest(), verbose=False)
         return self._grammars[key]
-
-
-def _is_call(text: str, *, head_text: bytes) -> bool:
-    """Whether the call's first token's text plus ``text`` parse as ``{"name": …, "arguments": {…}}``."""
-    try:
-        call = json.loads(head_text.decode("utf-8", errors="replace") + text)
-    except ValueError:
-        return False
-    return (
-        isinstance(call, dict)
-        and isinstance(call.get("name"), str)
-        and isinstance(call.get("arguments"), dict)
-    )
-
-
-_PREFILL_SLICE = 64
-
-
-def _prefill(
-    llm: Llama,
-    tokens: Sequence[int],
-    stop: threading.Event,
-    *,
-    prefix_len: int = 0,
-    store: PrefixStore | None = None,
-    evaluated: list[int] | None = None,
-) -> bool:
-    """Evaluate all but the last prompt token in slices, checking ``stop`` between slices.
-
-    ``Llama.generate`` evaluates the new part of the prompt in one uninterruptible call, which takes
-    seconds on two cores. After this, generate() finds all but the last token in the KV cache (its prefix
-    matching) and evaluates just that one. The cached prefix of the previous request is kept. With a
-    ``store``, the first ``prefix_len`` tokens (the first system turn) come from its file when this
-    process has not evaluated them yet, and are saved there after they are evaluated here.
-    Returns False if ``stop`` was set. ``evaluated`` gets the count of tokens evaluated here (not those
-    found in the KV cache or loaded from the store): what a reading speed is measured on.
-    """
-    head = list(tokens[:-1])
-    cached = llm.input_ids[: min(llm.n_tokens, len(head))]
-    common = 0
-    for have, want in zip(cached, head, strict=False):
-        if have != want:
-            break
-        common += 1
-    save_at: int | None = None
-    if store is not None and common < prefix_len <= len(head):
-        if store.load(llm, head[:prefix_len]):
-            common = prefix_len
-        else:
-            common = min(common, llm.n_tokens)  # a failed load leaves nothing trusted (n_tokens 0)
-            save_at = prefix_len
-    llm.n_tokens = common  # eval() drops the KV cells from here on
-    start = common
-    while start < len(head):
-        if stop.is_set():
-            return False
-        end = min(start + _PREFILL_SLICE, len(head))
-        if save_at is not None and start < save_at < end:
-            end = save_at  # the state is saved with exactly the prefix evaluated
-        llm.eval(head[start:end])
-        if evaluated is not None:
-            evaluated.append(end - start)
-        start = end
-        if save_at is not None and start == save_at and store is not None:
-            store.save(llm, head[:save_at])
-            save_at = None
-    return not stop.is_set()
 
 
 def _log_abandoned_failure(fut: asyncio.Future[_GenResult]) -> None:
