@@ -373,7 +373,7 @@ class LocalProvider:
         """Runs on the model thread: sample token by token, push decoded text, honour ``stop``. With a
         ``grammar`` (a call or text, ``llm/grammar.py``) the first token picks the branch: a call keeps
         the grammar to its end, text drops it after that first token. With an ``opening`` (what the call
-        must begin with), a call is finished by :meth:`_finish_call` instead."""
+        must begin with), a call is finished by ``calls.finish_call`` instead."""
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         generated = 0
         first_call = False
@@ -431,9 +431,11 @@ class LocalProvider:
                         first_call = raw.startswith(b"{")
                         if first_call and opening is not None and opening.startswith(piece):
                             tokens.close()
-                            reason, more = self._finish_call(
-                                llm, [*prompt_tokens, token], opening[len(piece) :], first_temp,
-                                min(max_tokens - generated, _CALL_TOKENS), stop, emit,
+                            reason, more = finish_call(
+                                llm, [*prompt_tokens, token], opening[len(piece) :], temperature=first_temp,
+                                budget=min(max_tokens - generated, _CALL_TOKENS), stop=stop,
+                                stop_ids=self._stop_ids, grammars=(None, self._rest_grammar()),
+                                sampling=_SAMPLING, emit=emit,
                             )  # fmt: skip
                             finish_reason, generated = reason, generated + more
                             break
@@ -455,22 +457,6 @@ class LocalProvider:
             return _GenResult(finish_reason, generated, evaluated, prompt_seconds, gen_seconds, share)
         finally:
             emit(_Done())
-
-    def _finish_call(
-        self,
-        llm: Llama,
-        head: list[int],
-        forced: str,
-        temperature: float,
-        budget: int,
-        stop: threading.Event,
-        emit: Callable[[str | _Done], None],
-    ) -> tuple[str, int]:
-        """The rest of a call whose first token chose the call branch (``calls.finish_call``)."""
-        return finish_call(
-            llm, head, forced, temperature=temperature, budget=budget, stop=stop, stop_ids=self._stop_ids,
-            grammars=(None, self._rest_grammar()), sampling=_SAMPLING, emit=emit,
-        )  # fmt: skip
 
     def _rest_grammar(self) -> LlamaGrammar:
         from llama_cpp.llama_grammar import LlamaGrammar
