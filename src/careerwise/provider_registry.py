@@ -252,6 +252,11 @@ class ProviderRegistry:
         return {"state": "ok", "status": r.status_code, "ms": ms}
 
 
+# the embedded model's layer-3 verdicts that are taken: its "greeting", on messages layer 2 was unsure of,
+# was right in 3 of 19 (docs/routing.md, "Layer 3")
+EMBEDDED_ROUTE_LABELS = ("career", "resume", "booking", "offtopic")
+
+
 def provider_profile(
     settings: Settings,
     *,
@@ -275,6 +280,7 @@ def provider_profile(
     gen_tps = settings.llm_gen_tps if declared else None
     concurrency = settings.llm_concurrency if declared else None
     context = settings.llm_context_tokens if declared else None
+    labels = settings.llm_route_labels if declared else None
     return ProviderProfile(
         tool_calling=tool_calling,
         passage_budget_tokens=budget or None,
@@ -287,6 +293,7 @@ def provider_profile(
         concurrency=concurrency or (1 if embedded else FULL_DESIGN_MIN_CONCURRENCY),
         context_tokens=context or (settings.local_n_ctx if embedded else None),
         source="declared" if prompt_tps is not None or gen_tps is not None else "default",
+        route_labels=tuple(labels) if labels else (EMBEDDED_ROUTE_LABELS if embedded else None),
     )
 
 

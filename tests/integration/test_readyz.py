@@ -249,6 +249,7 @@ def test_readyz_shows_the_provider_profile_and_the_deep_design_it_picks(
         "context_tokens": 4096,
         "source": "declared",
         "stream_cuts": 0,
+        "route_labels": None,
         "design": "compact",
     }
     assert llm["deep_design"]["design"] == "compact" and "8 tokens/s" in llm["deep_design"]["why"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -190,6 +191,28 @@ async def test_an_llm_greeting_for_a_greeting_followed_by_a_question_is_career(
     assert any("question after the greeting" in r for r in decision.reasons) == (intent == "career")
     if intent == "career":
         assert (decision.layer, decision.llm_intent) == ("llm", "greeting")
+
+
+@pytest.mark.parametrize(
+    ("labels", "intent"),
+    [
+        (None, "greeting"),  # no route_labels: every verdict is taken
+        (("career", "resume", "booking", "offtopic"), "career"),  # the embedded model's: not greeting
+        (("career", "greeting"), "greeting"),
+    ],
+)
+async def test_a_verdict_outside_the_profiles_route_labels_is_career(
+    labels: tuple[str, ...] | None,
+    intent: str,
+    fake_llm: FakeLLM,
+    provider: OpenAIProvider,
+    make_router: Callable[..., CascadeRouter],
+) -> None:
+    provider.profile = dataclasses.replace(provider.profile, route_labels=labels)
+    decision = await route_with_llm_label("greeting", "今天下班好累喔", fake_llm, provider, make_router)
+    assert (decision.intent, decision.layer, decision.llm_intent) == (intent, "llm", "greeting")
+    assert any("not taken (route_labels)" in r for r in decision.reasons) == (intent == "career")
+    assert (decision.tier is not None) == (intent == "career")
 
 
 @pytest.mark.parametrize(

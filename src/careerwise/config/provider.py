@@ -43,6 +43,12 @@ class ProviderSettings(BaseModel):
         "server (detected from its /v1/models), 3 otherwise; a server seen cutting a stream off when another "
         "request starts is set to 1.",
     )
+    llm_route_labels: list[Literal["greeting", "career", "resume", "booking", "offtopic"]] | None = Field(
+        default=None,
+        description="The routing labels whose layer-3 verdicts are taken from this provider; any other "
+        "verdict routes career, the default when unsure. Unset: every label but greeting on the embedded "
+        "model (its greeting verdicts were mostly wrong: docs/routing.md), every label on a server.",
+    )
     llm_prompt_tps: float | None = Field(
         default=None, gt=0, description="Prompt tokens the provider reads a second. Unset: measured."
     )

@@ -25,6 +25,10 @@ it through :func:`profile_of` (which looks through the wrappers every provider i
   or ``default`` (nothing known yet).
 - ``stream_cuts``: streams the server cut off when another request started; the first one sets
   ``concurrency`` to 1 (``llm/openai_provider.py``).
+- ``route_labels``: the routing labels this provider's layer-3 verdicts are taken for; a verdict outside
+  them routes career, the default when unsure (``routing/cascade.py``). ``None``: every label. Declared
+  from the measured precision of the provider's verdicts on messages layer 2 is unsure of
+  (docs/routing.md, "Layer 3").
 
 Two rules read the profile (decision 0014, issue #24):
 
@@ -73,6 +77,7 @@ class ProviderProfile:
     context_tokens: int | None = None
     source: ProfileSource = "default"
     stream_cuts: int = 0
+    route_labels: tuple[str, ...] | None = None
 
     @property
     def speed_known(self) -> bool:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from careerwise.knowledge.embeddings import Embedder, Matrix
+from careerwise.llm.profile import profile_of
 from careerwise.llm.types import LLMProvider
 from careerwise.routing import followup
 from careerwise.routing._text import normalise, strip_opener, units
@@ -423,6 +424,12 @@ class CascadeRouter:
             if llm_veto is not None
             else []
         )
+        # a label this provider's verdicts are wrong about more often than right, where layer 2 is unsure,
+        # is not taken: career, the default when unsure (the provider profile's route_labels)
+        trusted = profile_of(self.llm.provider).route_labels
+        if trusted is not None and intent not in trusted:
+            overruled.append(f"this model's {intent} verdicts are not taken (route_labels): career")
+            intent = "career"
         return self._finish(
             message,
             intent=intent,
