@@ -252,8 +252,9 @@ class ProviderRegistry:
         return {"state": "ok", "status": r.status_code, "ms": ms}
 
 
-# the embedded model's layer-3 verdicts that are taken: its "greeting", on messages layer 2 was unsure of,
-# was right in 3 of 19 (docs/routing.md, "Layer 3")
+# the embedded model's layer-3 verdicts that are taken: not "greeting", which on messages layer 2 is unsure
+# of is wrong more often than right, so career (the default when unsure) is the better answer there
+# (the figures: docs/routing.md, "Evaluation", part 8)
 EMBEDDED_ROUTE_LABELS = ("career", "resume", "booking", "offtopic")
 
 
