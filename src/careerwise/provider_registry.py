@@ -179,6 +179,7 @@ class ProviderRegistry:
             prefix_dir=s.data_dir / "cache" / "llm" if s.local_prefix_cache else None,
             decision_temperature=s.local_decision_temperature,
             call_threshold=s.local_call_threshold,
+            prompt_lookup=s.local_prompt_lookup,
         )
 
     async def aclose(self) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
@@ -109,6 +109,56 @@ async def test_tool_decision_yields_a_call_or_text(
     else:
         assert chunks[-1].finish_reason in ("stop", "length")
     assert chunks[-1].usage is not None and chunks[-1].usage.completion_tokens > 0
+
+
+async def test_prompt_lookup_checks_a_copied_sentence_in_batches(model_path: Path) -> None:
+    """A sentence the answer copies from the prompt is checked in drafts of several tokens, not generated
+    one token per evaluation, and the Llama is back to its usual settings afterwards."""
+    from llama_cpp import Llama
+
+    from careerwise.llm.local.chatml import IM_END, render_prompt
+    from careerwise.llm.local.lookup import PromptLookup, drafting
+
+    sentence = (
+        "Before you answer with a number, ask three things: the pay band of the level, the bonus months "
+        "the company guarantees, and the month of the yearly raise."
+    )
+    prompt = render_prompt(
+        [
+            ChatMessage("system", "Repeat the user's sentence exactly once, and write nothing else."),
+            ChatMessage("user", sentence),
+        ],
+        [],
+        allow_calls=False,
+    )
+    llm = Llama(model_path=str(model_path), n_ctx=1024, verbose=False)
+    tokens = llm.tokenize(prompt.encode(), add_bos=False, special=True)
+    end_of_turn = llm.tokenize(IM_END.encode(), add_bos=False, special=True)[0]
+    user_turn = len(
+        llm.tokenize(prompt[: prompt.index(IM_END) + len(IM_END) + 1].encode(), add_bos=False, special=True)
+    )
+    llm.eval(tokens[:-1])
+    evaluations: list[int] = []
+    evaluate = llm.eval
+
+    def counted(batch: Sequence[int]) -> None:
+        evaluations.append(len(batch))
+        evaluate(batch)
+
+    llm.eval = counted  # type: ignore[method-assign]
+    lookup = PromptLookup(user_turn)
+    out: list[int] = []
+    with drafting(llm, lookup):
+        for token in llm.generate(tokens, temp=0.0):
+            if token in (end_of_turn, llm.token_eos()) or len(out) >= 80:
+                break
+            out.append(token)
+    answer = llm.detokenize(out).decode("utf-8", errors="replace")
+    assert sentence in answer, answer
+    assert lookup.proposed > 0
+    assert len(evaluations) < len(out) / 2, (len(evaluations), len(out))  # most tokens came from drafts
+    assert llm.draft_model is None and not llm._logits_all and llm.scores.shape[0] == llm.n_batch
+    llm.close()
 
 
 def _anon_mb() -> float:

@@ -10,9 +10,11 @@ import json
 import threading
 import time
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from careerwise.errors import LLMUnavailableError
@@ -30,6 +32,7 @@ from careerwise.llm.local import (
 )
 from careerwise.llm.local import prefill as local_prefill
 from careerwise.llm.local import weights as local_weights
+from careerwise.llm.local.lookup import PromptLookup
 from careerwise.llm.textcalls import Suppressed
 from careerwise.llm.types import ChatMessage, CompletionRequest, StreamChunk, ToolCallRequest, ToolSpec
 
@@ -378,6 +381,13 @@ class FakeLlama:
         self.input_ids: list[int] = []
         self.n_tokens = 0
         self.grammars: list[Any] = []  # the grammar each generate() call got
+        self.drafts: list[Any] = []  # the draft model each generate() call ran with
+        self.scores = np.zeros((1, 1), dtype=np.single)
+        self.draft_model: Any = None
+        self._logits_all = False
+
+    def n_ctx(self) -> int:
+        return 4096
 
     def eval(self, tokens: Sequence[int]) -> None:
         if self.eval_delay:
@@ -393,6 +403,7 @@ class FakeLlama:
 
     def generate(self, tokens: Sequence[int], **kw: Any) -> Iterator[int]:
         self.grammars.append(kw.get("grammar"))
+        self.drafts.append(self.draft_model)
         i = sum(1 for t in tokens if t >= _PIECE)  # a restarted generator goes on after what it gave
         while True:
             if self.delay:
@@ -721,3 +732,27 @@ def test_the_grammar_names_only_the_offered_tools_and_keeps_both_branches() -> N
     assert "text ::= [^{<`\\x00-\\x20] [^\\x00]*" in g
     with pytest.raises(ValueError):
         call_or_text([])
+
+
+async def test_only_a_generation_without_a_grammar_checks_drafts_from_the_requests_own_turns() -> None:
+    fake = FakeLlama(["先研究行情。"])
+    provider = ScriptedProvider(fake)
+    request = CompletionRequest(
+        messages=[ChatMessage("system", "你是 Summer。"), ChatMessage("user", "怎麼談薪水？")], tools=[SEARCH]
+    )
+    await _collect(provider, request)  # the first call: a grammar holds it to a call or text
+    await _collect(provider, replace(request, tools=[]))  # an answer: no grammar
+    assert fake.drafts[0] is None and isinstance(fake.drafts[-1], PromptLookup)
+    prompt = render_prompt(request.messages, [], allow_calls=False)
+    assert fake.drafts[-1].start == len(prompt[: prompt.index("<|im_end|>") + len("<|im_end|>") + 1])
+    assert fake.draft_model is None and not fake._logits_all and fake.scores.shape == (1, 1)  # restored
+    await provider.aclose()
+
+
+async def test_prompt_lookup_off_never_drafts() -> None:
+    fake = FakeLlama(["先研究行情。"])
+    provider = ScriptedProvider(fake)
+    provider._lookup = False
+    await _collect(provider, _request(tools=[]))
+    assert fake.drafts == [None]
+    await provider.aclose()

@@ -214,4 +214,10 @@ class ProviderSettings(BaseModel):
         description="llama.cpp's repacked copy of the weights for its CPU kernels (private to each process, "
         "faster generation; docs/local-model.md gives the figures); false saves that memory.",
     )
+    local_prompt_lookup: bool = Field(
+        default=True,
+        description="Check drafts copied from the request's own turns (the passages) in batches while the "
+        "embedded model writes without a grammar: the same sampling, fewer single-token steps where the "
+        "answer quotes its passages (llm/local/lookup.py).",
+    )
     zh_variant_conversion: bool = Field(default=True, description="Convert Simplified output to zh-TW.")

@@ -259,10 +259,13 @@ class SearchKnowledgeTool:
                 texts = share(
                     texts, terms, resolution.budget_tokens, tokenize=tokenize, count=estimate_tokens
                 )
-            for n, (h, text) in enumerate(zip(hits, texts, strict=True), 1):
-                # a passage cannot close its own fence: the markers in its head and its text are defused
-                head = head_line(h.chunk.title, h.chunk.section)
-                lines.append(f"[{n}] source={h.chunk.document_id} | {head}\n{fenced(text)}")
+            if resolution.budget_tokens:
+                lines += _by_article(hits, texts)
+            else:
+                for n, (h, text) in enumerate(zip(hits, texts, strict=True), 1):
+                    # a passage cannot close its own fence: the markers in its head and its text are defused
+                    head = head_line(h.chunk.title, h.chunk.section)
+                    lines.append(f"[{n}] source={h.chunk.document_id} | {head}\n{fenced(text)}")
         instruction = (ANSWER_FROM_ARTICLES if articles else ANSWER_FROM_PASSAGES)[0 if zh else 1]
         lines.append(instruction)
         return ToolOutput(
@@ -338,3 +341,21 @@ class SearchKnowledgeTool:
         return fuse_results(
             primary, secondary, weight=self.message_fusion.weight, rrf_k=self.message_fusion.rrf_k
         )
+
+
+def _by_article(hits: Sequence[Hit], texts: Sequence[str]) -> list[str]:
+    """The passages for a slow provider, one block per article in the order of its best hit: the article's
+    id and title once, then each passage's section heading (``›``) and text inside one fence. A provider
+    that reads every token at prompt speed reads an article's title once instead of once per passage; the
+    headings stay, since they name her steps and rules. Every marker in headings and texts is defused, so
+    a passage still cannot close the fence."""
+    grouped: dict[str, list[tuple[Hit, str]]] = {}
+    for h, text in zip(hits, texts, strict=True):
+        grouped.setdefault(h.chunk.document_id, []).append((h, text))
+    blocks = []
+    for n, (document_id, parts) in enumerate(grouped.items(), 1):
+        body = "\n".join(
+            (f"› {head_line(h.chunk.section)}\n" if h.chunk.section else "") + text for h, text in parts
+        )
+        blocks.append(f"[{n}] source={document_id} | {head_line(parts[0][0].chunk.title)}\n{fenced(body)}")
+    return blocks

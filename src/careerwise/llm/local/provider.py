@@ -32,6 +32,7 @@ from careerwise.llm.grammar import call_opening, call_or_text, call_rest
 from careerwise.llm.local.branch import branch_share
 from careerwise.llm.local.calls import finish_call
 from careerwise.llm.local.chatml import IM_END, IM_START, render_prompt
+from careerwise.llm.local.lookup import PromptLookup, drafting
 from careerwise.llm.local.prefill import prefill
 from careerwise.llm.local.weights import _import_llama, _model_id, _model_params, _unavailable
 from careerwise.llm.prefix_store import PrefixStore
@@ -92,6 +93,7 @@ class LocalProvider:
         decision_temperature: float = 0.0,
         call_threshold: float = 0.0,
         measure_speed: bool = True,
+        prompt_lookup: bool = True,
     ) -> None:
         """``prefix_dir``: where the evaluated first system turn is kept between processes
         (``prefix_store``); None keeps it only in this process's KV cache. ``decision_temperature``: the
@@ -100,11 +102,14 @@ class LocalProvider:
         ``call_threshold``: decide by the branches' probability instead: a call when the model gives the
         tokens that open one at least this share of the probability of all tokens that may open either
         branch (0: the first token is sampled as above).
-        ``measure_speed``: fold each generation's reading and writing speeds into ``profile``."""
+        ``measure_speed``: fold each generation's reading and writing speeds into ``profile``.
+        ``prompt_lookup``: let a generation without a grammar check drafts copied from the request's own
+        turns (``lookup``): the same answer, fewer single-token steps where it quotes the passages."""
         self.name = "local"
         self.model = Path(model_path).stem
         self.profile = profile
         self._measure = measure_speed
+        self._lookup = prompt_lookup
         self._model_path = Path(model_path)
         self._n_ctx = n_ctx
         self._repack_weights = repack_weights
@@ -222,6 +227,8 @@ class LocalProvider:
         async with self._busy:
             prompt_tokens = llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
             prefix_len = self._prefix_len(llm, prompt, prompt_tokens)
+            # drafts come from the request's own turns, after the fixed system turn
+            own_turns = _first_turn_len(llm, prompt, prompt_tokens) if self._lookup else None
             budget = self._n_ctx - len(prompt_tokens)
             if budget < 1:
                 err = LLMError(
@@ -254,6 +261,7 @@ class LocalProvider:
                 stop,
                 emit,
                 self._opening_for(request, allow_calls=allow_calls),
+                own_turns,
             )
             finished = False
             tool_called = False
@@ -352,11 +360,7 @@ class LocalProvider:
         0 without a store, or when the turn's tokens are not a prefix of the whole prompt's."""
         if self._prefix_store is None:
             return 0
-        end = prompt.find(IM_END)
-        if end < 0:
-            return 0
-        head = llm.tokenize(prompt[: end + len(IM_END) + 1].encode("utf-8"), add_bos=False, special=True)
-        return len(head) if list(tokens[: len(head)]) == list(head) else 0
+        return _first_turn_len(llm, prompt, tokens)
 
     def _generate_blocking(
         self,
@@ -369,11 +373,14 @@ class LocalProvider:
         stop: threading.Event,
         emit: Callable[[str | _Done], None],
         opening: str | None = None,
+        lookup_from: int | None = None,
     ) -> _GenResult:
         """Runs on the model thread: sample token by token, push decoded text, honour ``stop``. With a
         ``grammar`` (a call or text, ``llm/grammar.py``) the first token picks the branch: a call keeps
         the grammar to its end, text drops it after that first token. With an ``opening`` (what the call
-        must begin with), a call is finished by ``calls.finish_call`` instead."""
+        must begin with), a call is finished by ``calls.finish_call`` instead. With ``lookup_from`` and no
+        grammar, drafts copied from the prompt's tokens from that index on are checked in batches
+        (``lookup``); the tokens sampled are the same either way."""
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         generated = 0
         first_call = False
@@ -408,44 +415,46 @@ class LocalProvider:
 
             processors = LogitsProcessorList([first_token]) if grammar is not None or masked else None
             gen_started = time.perf_counter()
-            tokens = llm.generate(
-                prompt_tokens, temp=first_temp, grammar=grammar, logits_processor=processors, **_SAMPLING
-            )
-            try:
-                while True:
-                    token = next(tokens)
-                    if stop.is_set():
-                        finish_reason = "stop"
-                        break
-                    if token in self._stop_ids:
-                        finish_reason = "stop"
-                        break
-                    generated += 1
-                    raw = llm.detokenize([token], special=False)
-                    piece = decoder.decode(raw)
-                    if piece:
-                        emit(piece)
-                    if generated >= max_tokens:
-                        break
-                    if generated == 1:
-                        first_call = raw.startswith(b"{")
-                        if first_call and opening is not None and opening.startswith(piece):
-                            tokens.close()
-                            reason, more = finish_call(
-                                llm, [*prompt_tokens, token], opening[len(piece) :], temperature=first_temp,
-                                budget=min(max_tokens - generated, _CALL_TOKENS), stop=stop,
-                                stop_ids=self._stop_ids, grammars=(None, self._rest_grammar()),
-                                sampling=_SAMPLING, emit=emit,
-                            )  # fmt: skip
-                            finish_reason, generated = reason, generated + more
+            draft = PromptLookup(lookup_from) if lookup_from is not None and grammar is None else None
+            with drafting(llm, draft):
+                tokens = llm.generate(
+                    prompt_tokens, temp=first_temp, grammar=grammar, logits_processor=processors, **_SAMPLING
+                )
+                try:
+                    while True:
+                        token = next(tokens)
+                        if stop.is_set():
+                            finish_reason = "stop"
                             break
-                    if grammar is not None and generated == 1 and not raw.startswith(b"{"):
-                        # the text branch: the rest is free, so the grammar's per-token cost ends here; the
-                        # new generator finds the prompt in the KV cache and reads just this token
-                        tokens.close()
-                        tokens = llm.generate([*prompt_tokens, token], temp=temperature, **_SAMPLING)
-            finally:
-                tokens.close()
+                        if token in self._stop_ids:
+                            finish_reason = "stop"
+                            break
+                        generated += 1
+                        raw = llm.detokenize([token], special=False)
+                        piece = decoder.decode(raw)
+                        if piece:
+                            emit(piece)
+                        if generated >= max_tokens:
+                            break
+                        if generated == 1:
+                            first_call = raw.startswith(b"{")
+                            if first_call and opening is not None and opening.startswith(piece):
+                                tokens.close()
+                                reason, more = finish_call(
+                                    llm, [*prompt_tokens, token], opening[len(piece) :], temperature=first_temp,
+                                    budget=min(max_tokens - generated, _CALL_TOKENS), stop=stop,
+                                    stop_ids=self._stop_ids, grammars=(None, self._rest_grammar()),
+                                    sampling=_SAMPLING, emit=emit,
+                                )  # fmt: skip
+                                finish_reason, generated = reason, generated + more
+                                break
+                        if grammar is not None and generated == 1 and not raw.startswith(b"{"):
+                            # the text branch: the rest is free, so the grammar's per-token cost ends here; the
+                            # new generator finds the prompt in the KV cache and reads just this token
+                            tokens.close()
+                            tokens = llm.generate([*prompt_tokens, token], temp=temperature, **_SAMPLING)
+                finally:
+                    tokens.close()
             gen_seconds = time.perf_counter() - gen_started
             tail = decoder.decode(b"", final=True)
             if tail:
@@ -465,6 +474,16 @@ class LocalProvider:
         if key not in self._grammars:
             self._grammars[key] = LlamaGrammar.from_string(call_rest(), verbose=False)
         return self._grammars[key]
+
+
+def _first_turn_len(llm: Llama, prompt: str, tokens: Sequence[int]) -> int:
+    """How many of ``tokens`` make the prompt's first system turn; 0 when the prompt has no complete turn
+    or the turn's tokens are not a prefix of the whole prompt's."""
+    end = prompt.find(IM_END)
+    if end < 0:
+        return 0
+    head = llm.tokenize(prompt[: end + len(IM_END) + 1].encode("utf-8"), add_bos=False, special=True)
+    return len(head) if list(tokens[: len(head)]) == list(head) else 0
 
 
 def _log_abandoned_failure(fut: asyncio.Future[_GenResult]) -> None:
