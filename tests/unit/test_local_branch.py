@@ -54,3 +54,14 @@ def test_a_call_that_no_single_token_favours_can_still_hold_the_larger_share() -
     probs = {'{"': 0.28, "{": 0.27, "To": 0.3, "你": 0.15}
     share, _, _ = branch.branch_share(Vocab(), scores(probs))  # type: ignore[arg-type]
     assert share == pytest.approx(0.55, abs=1e-3)
+
+
+def test_the_answer_round_opens_with_text_whatever_the_model_prefers() -> None:
+    # the model would open a call (0.7), a tag or white space; only text openers keep their scores
+    logits = scores({'{"': 0.6, "{": 0.1, "To": 0.15, "你": 0.1, "<tool_call>": 0.03, "\n": 0.02})
+    before = logits.copy()
+    share = branch.open_text(Vocab(), logits)  # type: ignore[arg-type]
+    assert share == pytest.approx(0.7 / 0.95, abs=1e-3)
+    open_text = {i for i, piece in enumerate(VOCAB) if piece in ("To", "你", "Sum", "好")}
+    assert all(logits[i] == before[i] for i in open_text)  # their order, hence the sampling, unchanged
+    assert all(np.isneginf(logits[i]) for i in range(len(VOCAB)) if i not in open_text)

@@ -382,6 +382,7 @@ class FakeLlama:
         self.n_tokens = 0
         self.grammars: list[Any] = []  # the grammar each generate() call got
         self.drafts: list[Any] = []  # the draft model each generate() call ran with
+        self.processors: list[Any] = []  # the logits processors each generate() call got
         self.scores = np.zeros((1, 1), dtype=np.single)
         self.draft_model: Any = None
         self._logits_all = False
@@ -404,6 +405,7 @@ class FakeLlama:
     def generate(self, tokens: Sequence[int], **kw: Any) -> Iterator[int]:
         self.grammars.append(kw.get("grammar"))
         self.drafts.append(self.draft_model)
+        self.processors.append(kw.get("logits_processor"))
         i = sum(1 for t in tokens if t >= _PIECE)  # a restarted generator goes on after what it gave
         while True:
             if self.delay:
@@ -755,4 +757,15 @@ async def test_prompt_lookup_off_never_drafts() -> None:
     provider._lookup = False
     await _collect(provider, _request(tools=[]))
     assert fake.drafts == [None]
+    await provider.aclose()
+
+
+async def test_the_answer_round_holds_its_first_token_to_text_and_the_first_round_to_its_grammar() -> None:
+    fake = FakeLlama(["先研究行情。"])
+    provider = ScriptedProvider(fake)
+    answer_round = replace(_request(), tool_choice="none")  # tools described, none may be called
+    await _collect(provider, answer_round)
+    await _collect(provider, _request(tools=[]))  # no tools at all: nothing to hold
+    assert fake.grammars[0] is None and fake.processors[0] is not None
+    assert fake.processors[1] is None
     await provider.aclose()

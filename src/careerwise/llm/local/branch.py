@@ -26,3 +26,14 @@ def branch_share(llm: Llama, scores: Any) -> tuple[float, Any, Any]:
     total = probs[opens_call].sum() + probs[opens_text].sum()
     share = float(probs[opens_call].sum() / total) if total > 0 else 0.0
     return share, top[opens_call], top[opens_text]
+
+
+def open_text(llm: Llama, scores: Any) -> float:
+    """Hold the first token to the text branch (as ``branch_share`` defines it) by setting every other
+    token's score to -inf, in place; returns the share the call branch had. The answer round uses it:
+    tools are described there but may not be called, and a call would only be refused."""
+    share, _, texts = branch_share(llm, scores)
+    kept = scores[texts].copy()
+    scores[:] = -np.inf
+    scores[texts] = kept
+    return share

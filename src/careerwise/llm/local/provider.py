@@ -29,7 +29,7 @@ import numpy as np
 
 from careerwise.errors import LLMError, LLMUnavailableError
 from careerwise.llm.grammar import call_opening, call_or_text, call_rest
-from careerwise.llm.local.branch import branch_share
+from careerwise.llm.local.branch import branch_share, open_text
 from careerwise.llm.local.calls import finish_call
 from careerwise.llm.local.chatml import IM_END, IM_START, render_prompt
 from careerwise.llm.local.lookup import PromptLookup, drafting
@@ -262,6 +262,8 @@ class LocalProvider:
                 emit,
                 self._opening_for(request, allow_calls=allow_calls),
                 own_turns,
+                # the answer round of a constrained profile: tools are described but may not be called
+                self._constrain and bool(request.tools) and not allow_calls and request.json_schema is None,
             )
             finished = False
             tool_called = False
@@ -374,13 +376,16 @@ class LocalProvider:
         emit: Callable[[str | _Done], None],
         opening: str | None = None,
         lookup_from: int | None = None,
+        text_only: bool = False,
     ) -> _GenResult:
         """Runs on the model thread: sample token by token, push decoded text, honour ``stop``. With a
         ``grammar`` (a call or text, ``llm/grammar.py``) the first token picks the branch: a call keeps
         the grammar to its end, text drops it after that first token. With an ``opening`` (what the call
         must begin with), a call is finished by ``calls.finish_call`` instead. With ``lookup_from`` and no
         grammar, drafts copied from the prompt's tokens from that index on are checked in batches
-        (``lookup``); the tokens sampled are the same either way."""
+        (``lookup``); the tokens sampled are the same either way. With ``text_only`` (tools described but
+        ``tool_choice`` "none"), the first token is one that opens text, as the grammar's text branch
+        defines it: the answer round cannot open with a call that would be refused and asked again."""
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         generated = 0
         first_call = False
@@ -401,6 +406,7 @@ class LocalProvider:
             first_temp = self._decision_temperature if grammar is not None else temperature
             masked = list(self._grammar_masked) if grammar is not None else []
             shares: list[float] = []
+            opened: list[float] = []  # with text_only: the share a call had at the first token
 
             def first_token(_ids: Any, scores: Any) -> Any:
                 if masked:
@@ -411,9 +417,12 @@ class LocalProvider:
                     if self._call_threshold is not None:
                         shut = texts if share >= self._call_threshold else calls
                         scores[shut] = -np.inf
+                if text_only and not opened:  # the first token of an answer round opens text
+                    opened.append(open_text(llm, scores))
                 return scores
 
-            processors = LogitsProcessorList([first_token]) if grammar is not None or masked else None
+            with_processor = grammar is not None or masked or text_only
+            processors = LogitsProcessorList([first_token]) if with_processor else None
             gen_started = time.perf_counter()
             draft = PromptLookup(lookup_from) if lookup_from is not None and grammar is None else None
             with drafting(llm, draft):
@@ -463,6 +472,8 @@ class LocalProvider:
             if share is not None:
                 log.info("local: first token %s; the call branch had %.2f of the choice",
                          "began a call" if first_call else "began text", share)  # fmt: skip
+            if opened and opened[0] >= 0.5:
+                log.info("local: the answer round opened text where a call had %.2f of the choice", opened[0])
             return _GenResult(finish_reason, generated, evaluated, prompt_seconds, gen_seconds, share)
         finally:
             emit(_Done())
