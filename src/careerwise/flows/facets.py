@@ -1,7 +1,8 @@
 """The complex answer's three facets and the contract of their agents, shared by both designs.
 
-A facet (market, growth, practice) has its search domain, its query angle, its agent's role and its
-report heading; :func:`facet_search` searches all three in one batch, each in its own domain, and
+A facet (market, growth, practice) has its search domains, its query angle, its agent's role and its
+report heading; every domain of the knowledge base belongs to one facet (``FACET_OF_DOMAIN``), so every
+article can be cited. :func:`facet_search` searches all three in one batch, each in its own domains, and
 drops hits written for an audience the user never names. An agent answers :class:`AgentOutput` (seed
 001's ``findings`` / ``insights`` / ``risk_level``), its items without the prompt's placeholder
 examples; :func:`items_of` numbers them under the ids the merge cites (A1, B2, …).
@@ -46,7 +47,10 @@ MAX_INSIGHTS = 3
 class Facet:
     key: str
     letter: str
-    domain: str
+    # the knowledge base's domains this facet searches and cites, its own first: the practice coach reads
+    # resumes, so the resume articles are its; the articles of no topic (burnout, office politics, a bad
+    # manager, the job-search routine) are about where the user goes next, the growth coach's question
+    domains: tuple[str, ...]
     heading: tuple[str, str]
     role: tuple[str, str]
     task: tuple[str, str]
@@ -61,7 +65,7 @@ FACETS: tuple[Facet, ...] = (
     Facet(
         key="market",
         letter="A",
-        domain="market_salary",
+        domains=("market_salary",),
         heading=("市場分析", "Market analysis"),
         role=("市場分析師", "the market analyst"),
         task=(
@@ -75,7 +79,7 @@ FACETS: tuple[Facet, ...] = (
     Facet(
         key="growth",
         letter="B",
-        domain="growth_skills",
+        domains=("growth_skills", "other"),
         heading=("成長建議", "Growth advice"),
         role=("成長顧問", "the growth coach"),
         task=(
@@ -89,7 +93,7 @@ FACETS: tuple[Facet, ...] = (
     Facet(
         key="practice",
         letter="C",
-        domain="interview_practice",
+        domains=("interview_practice", "resume"),
         heading=("實戰準備", "Practical preparation"),
         role=("實戰教練", "the practice coach"),
         task=(
@@ -101,6 +105,8 @@ FACETS: tuple[Facet, ...] = (
         angle=("面試準備 實戰演練", "interview preparation practice"),
     ),
 )
+# which facet cites a domain's articles (docs/decisions/0027-every-domain-has-a-facet.md)
+FACET_OF_DOMAIN = {domain: facet.key for facet in FACETS for domain in facet.domains}
 ACTIONS_HEADING = ("行動建議", "Next steps")
 MISSING = ("此面向暫無分析資料", "No analysis is available for this facet.")
 PRACTICE = "practice"  # the facet whose agent reads the user's stored resume (issue 5)
@@ -257,7 +263,7 @@ Reply with JSON that strictly follows this schema, and nothing else:
 async def facet_search(
     ctx: FlowContext, queries: list[str], emit: Emit, flow: str
 ) -> tuple[list[list[Hit]], list[Hit]] | None:
-    """The facet queries (``facet_queries``) searched in one batch, each in its facet's domain, beside the
+    """The facet queries (``facet_queries``) searched in one batch, each in its facet's domains, beside the
     user's message itself over the whole knowledge base: every facet's hits from the articles that the
     message finds (``situated``), without those written for an audience the user never names
     (``report_guards.relevant_facet_hits``), and the hits dropped by either; None when the search raised
@@ -271,7 +277,7 @@ async def facet_search(
             [*queries, ctx.message[:SITUATION_CHARS]],
             top_k=SITUATION_POOL,
             candidates=max(ctx.settings.rerank_candidates, SITUATION_POOL),
-            domains=[*([f.domain] for f in FACETS), None],
+            domains=[*(list(f.domains) for f in FACETS), None],
         )
     except Exception:
         log.exception("%s: the facet search failed", flow)
@@ -292,8 +298,8 @@ def situated(per_facet: list[list[Hit]], situation: list[Hit]) -> tuple[list[lis
     search over every domain, relevance gate applied), so that a facet never cites an article of its
     domain that is about something else (a technical-interview plan for an accountant's decision).
 
-    A facet keeps its own hits from those articles, then the message's hits in the facet's domain, up to
-    ``FACET_SEARCH_K``; a facet whose domain the situation does not reach gets none (seed 001: its section
+    A facet keeps its own hits from those articles, then the message's hits in the facet's domains, up to
+    ``FACET_SEARCH_K``; a facet whose domains the situation does not reach gets none (seed 001: its section
     says there is no analysis, and its agent is not called). When the message finds nothing at all, the
     facet searches stand as they are. Returns the facets' hits and the facet hits dropped for lying
     outside the situation (among the first ``FACET_TOP_K`` of their facet)."""
@@ -305,7 +311,7 @@ def situated(per_facet: list[list[Hit]], situation: list[Hit]) -> tuple[list[lis
     for facet, hits in zip(FACETS, per_facet, strict=True):
         chosen = [h for h in hits if h.chunk.document_id in articles]
         dropped.extend(h for h in hits[:FACET_TOP_K] if h.chunk.document_id not in articles)
-        chosen += [h for h in situation if h.chunk.domain == facet.domain and not _has(chosen, h)]
+        chosen += [h for h in situation if h.chunk.domain in facet.domains and not _has(chosen, h)]
         out.append(chosen[:FACET_SEARCH_K])
     return out, dropped
 
