@@ -148,7 +148,7 @@ async def test_prompt_lookup_checks_a_copied_sentence_in_batches(model_path: Pat
     llm.eval = counted  # type: ignore[method-assign]
     lookup = PromptLookup(user_turn)
     out: list[int] = []
-    with drafting(llm, lookup):
+    with drafting(llm, lookup, last_position=len(tokens) + 80 + lookup.draft_tokens):
         for token in llm.generate(tokens, temp=0.0):
             if token in (end_of_turn, llm.token_eos()) or len(out) >= 80:
                 break

@@ -65,9 +65,9 @@ class FakeLlama:
 def test_drafting_sets_the_llama_up_for_the_block_alone_even_when_it_fails() -> None:
     llm, lookup = FakeLlama(), PromptLookup(0)
     saved = llm.scores
-    with pytest.raises(RuntimeError), drafting(llm, lookup):
+    with pytest.raises(RuntimeError), drafting(llm, lookup, last_position=40):
         assert llm.draft_model is lookup and llm._logits_all
-        assert llm.scores.shape == (64, 10)  # a row for every position a drafted token may take
+        assert llm.scores.shape == (41, 10)  # a row for every position the generation may evaluate
         raise RuntimeError("generation failed")
     assert llm.draft_model is None and not llm._logits_all and llm.scores is saved
 
@@ -75,5 +75,11 @@ def test_drafting_sets_the_llama_up_for_the_block_alone_even_when_it_fails() -> 
 def test_without_a_draft_nothing_changes() -> None:
     llm = FakeLlama()
     saved = llm.scores
-    with drafting(llm, None):
+    with drafting(llm, None, last_position=40):
         assert llm.draft_model is None and not llm._logits_all and llm.scores is saved
+
+
+def test_the_scores_never_outgrow_the_context() -> None:
+    llm = FakeLlama()
+    with drafting(llm, PromptLookup(0), last_position=500):
+        assert llm.scores.shape == (64, 10)

@@ -72,19 +72,23 @@ class PromptLookup:
 
 
 @contextmanager
-def drafting(llm: Llama, draft: PromptLookup | None) -> Iterator[None]:
-    """Let ``llm.generate`` use ``draft`` inside the block, and only there.
+def drafting(llm: Llama, draft: PromptLookup | None, *, last_position: int) -> Iterator[None]:
+    """Let ``llm.generate`` use ``draft`` inside the block, and only there; ``last_position`` is the
+    highest position the block may evaluate (the prompt, the tokens it may write, a draft beyond them).
 
     Checking a draft needs the logits of every drafted position, which llama-cpp-python computes only when
     its ``_logits_all`` is set, and copies into ``scores`` by absolute position. Both are set for the block
     alone: the prompt's evaluation before it computes one position's logits as usual (computing them all
-    would slow the reading, the embedded model's slowest part), and the full-height ``scores`` array is
-    dropped afterwards, so the memory its written rows take is given back after every generation."""
+    would slow the reading, the embedded model's slowest part), and ``scores`` gets rows up to
+    ``last_position`` only (a 4,096-token context would take 2.5 GB of address space for the packaged
+    model's vocabulary), dropped afterwards, so the memory its written rows take is given back after
+    every generation."""
     if draft is None:
         yield
         return
     saved = llm.scores
-    llm.scores = np.empty((llm.n_ctx(), saved.shape[1]), dtype=np.single)
+    rows = min(last_position + 1, llm.n_ctx())
+    llm.scores = np.empty((rows, saved.shape[1]), dtype=np.single)
     llm.draft_model = draft  # type: ignore[assignment]  # generate() only calls it on the ids
     llm._logits_all = True
     try:

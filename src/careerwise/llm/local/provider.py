@@ -104,7 +104,7 @@ class LocalProvider:
         branch (0: the first token is sampled as above).
         ``measure_speed``: fold each generation's reading and writing speeds into ``profile``.
         ``prompt_lookup``: let a generation without a grammar check drafts copied from the request's own
-        turns (``lookup``): the same answer, fewer single-token steps where it quotes the passages."""
+        turns (``lookup``): sampled the same way, in fewer single-token steps where it quotes the passages."""
         self.name = "local"
         self.model = Path(model_path).stem
         self.profile = profile
@@ -383,7 +383,7 @@ class LocalProvider:
         the grammar to its end, text drops it after that first token. With an ``opening`` (what the call
         must begin with), a call is finished by ``calls.finish_call`` instead. With ``lookup_from`` and no
         grammar, drafts copied from the prompt's tokens from that index on are checked in batches
-        (``lookup``); the tokens sampled are the same either way. With ``text_only`` (tools described but
+        (``lookup``); every token is sampled as it would be without them. With ``text_only`` (tools described but
         ``tool_choice`` "none"), the first token is one that opens text, as the grammar's text branch
         defines it: the answer round cannot open with a call that would be refused and asked again."""
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
@@ -425,7 +425,9 @@ class LocalProvider:
             processors = LogitsProcessorList([first_token]) if with_processor else None
             gen_started = time.perf_counter()
             draft = PromptLookup(lookup_from) if lookup_from is not None and grammar is None else None
-            with drafting(llm, draft):
+            # the block evaluates at most the prompt, max_tokens written and one draft beyond the last
+            reach = len(prompt_tokens) + max_tokens + (draft.draft_tokens if draft is not None else 0)
+            with drafting(llm, draft, last_position=reach):
                 tokens = llm.generate(
                     prompt_tokens, temp=first_temp, grammar=grammar, logits_processor=processors, **_SAMPLING
                 )
