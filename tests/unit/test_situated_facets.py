@@ -25,8 +25,9 @@ def test_a_facet_keeps_its_hits_from_the_situation_then_the_situation_hits_of_it
     situation = [counter, hit("promotion", "growth_skills"), hit("burnout", "other")]
     out, dropped = situated([market, growth, practice], situation)
     assert docs(out[0]) == ["counter"]  # its own hit first; the situation's copy of it is not added twice
-    assert docs(out[1]) == ["promotion"]  # none of its own: the situation's hit in its domain
-    assert out[2] == []  # the situation reaches no interview article: no analysis for this facet
+    # none of its own: the situation's hits in its domains (burnout's domain is growth's, decision 0027)
+    assert docs(out[1]) == ["promotion", "burnout"]
+    assert out[2] == []  # the situation reaches no interview or resume article: no analysis for this facet
     assert docs(dropped) == ["salary", "skills", "skills", "tech-interview", "rounds"]
 
 

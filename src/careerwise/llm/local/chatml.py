@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from careerwise.llm.types import ChatMessage, ToolSpec
+
+if TYPE_CHECKING:
+    from llama_cpp import Llama
 
 IM_START = "<|im_start|>"
 IM_END = "<|im_end|>"
@@ -106,3 +109,13 @@ def render_prompt(
         out.append(f"{IM_START}system\n{note}{IM_END}\n")
     out.append(f"{IM_START}assistant\n")
     return "".join(out)
+
+
+def first_turn_len(llm: Llama, prompt: str, tokens: Sequence[int]) -> int:
+    """How many of ``tokens`` make the prompt's first system turn; 0 when the prompt has no complete turn
+    or the turn's tokens are not a prefix of the whole prompt's."""
+    end = prompt.find(IM_END)
+    if end < 0:
+        return 0
+    head = llm.tokenize(prompt[: end + len(IM_END) + 1].encode("utf-8"), add_bos=False, special=True)
+    return len(head) if list(tokens[: len(head)]) == list(head) else 0

@@ -31,7 +31,7 @@ from careerwise.errors import LLMError, LLMUnavailableError
 from careerwise.llm.grammar import call_opening, call_or_text, call_rest
 from careerwise.llm.local.branch import branch_share, open_text
 from careerwise.llm.local.calls import finish_call
-from careerwise.llm.local.chatml import IM_END, IM_START, render_prompt
+from careerwise.llm.local.chatml import IM_END, IM_START, first_turn_len, render_prompt
 from careerwise.llm.local.lookup import PromptLookup, drafting
 from careerwise.llm.local.prefill import prefill
 from careerwise.llm.local.weights import _import_llama, _model_id, _model_params, _unavailable
@@ -228,7 +228,7 @@ class LocalProvider:
             prompt_tokens = llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
             prefix_len = self._prefix_len(llm, prompt, prompt_tokens)
             # drafts come from the request's own turns, after the fixed system turn
-            own_turns = _first_turn_len(llm, prompt, prompt_tokens) if self._lookup else None
+            own_turns = first_turn_len(llm, prompt, prompt_tokens) if self._lookup else None
             budget = self._n_ctx - len(prompt_tokens)
             if budget < 1:
                 err = LLMError(
@@ -362,7 +362,7 @@ class LocalProvider:
         0 without a store, or when the turn's tokens are not a prefix of the whole prompt's."""
         if self._prefix_store is None:
             return 0
-        return _first_turn_len(llm, prompt, tokens)
+        return first_turn_len(llm, prompt, tokens)
 
     def _generate_blocking(
         self,
@@ -487,16 +487,6 @@ class LocalProvider:
         if key not in self._grammars:
             self._grammars[key] = LlamaGrammar.from_string(call_rest(), verbose=False)
         return self._grammars[key]
-
-
-def _first_turn_len(llm: Llama, prompt: str, tokens: Sequence[int]) -> int:
-    """How many of ``tokens`` make the prompt's first system turn; 0 when the prompt has no complete turn
-    or the turn's tokens are not a prefix of the whole prompt's."""
-    end = prompt.find(IM_END)
-    if end < 0:
-        return 0
-    head = llm.tokenize(prompt[: end + len(IM_END) + 1].encode("utf-8"), add_bos=False, special=True)
-    return len(head) if list(tokens[: len(head)]) == list(head) else 0
 
 
 def _log_abandoned_failure(fut: asyncio.Future[_GenResult]) -> None:
