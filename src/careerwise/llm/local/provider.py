@@ -227,8 +227,9 @@ class LocalProvider:
         async with self._busy:
             prompt_tokens = llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
             prefix_len = self._prefix_len(llm, prompt, prompt_tokens)
-            # drafts come from the request's own turns, after the fixed system turn
-            own_turns = first_turn_len(llm, prompt, prompt_tokens) if self._lookup else None
+            # drafts come from the request's own turns, after the fixed system turn (already measured
+            # when the prefix store is on)
+            own_turns = (prefix_len or first_turn_len(llm, prompt, prompt_tokens)) if self._lookup else None
             budget = self._n_ctx - len(prompt_tokens)
             if budget < 1:
                 err = LLMError(
