@@ -29,7 +29,7 @@ def test_a_follow_up_keeps_the_previous_career_intent(
     server = live_server()
     fake_llm.script(text("先整理作品集，再練習自我介紹。"), text("台北的職缺比較多。"))
     with client(server) as c:
-        first = turn(c, "how do I prepare for interviews")
+        first = turn(c, "how do I prepare for a job interview")
         # plain enough for layer 2's lexical stage; the follow-up below is not (it skips that stage)
         assert (first["route"]["intent"], first["route"]["layer"]) == ("career", "lexical")
         second = turn(c, "what about in Taipei?", first["done"]["conversation_id"])
@@ -37,6 +37,6 @@ def test_a_follow_up_keeps_the_previous_career_intent(
         alone = turn(c, "what about in Taipei?")
     route = second["route"]
     assert (route["intent"], route["tier"], route["layer"]) == ("career", "simple", "history")
-    assert any("how do I prepare for interviews" in r for r in route["reasons"])
+    assert any("how do I prepare for a job interview" in r for r in route["reasons"])
     assert [stage["stage"] for stage in route["stages"]] == ["embedding"]
     assert alone["route"]["layer"] != "history"

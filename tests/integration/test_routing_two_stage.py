@@ -21,7 +21,7 @@ from tests.fakes.fake_llm import FakeLLM, text
 from tests.integration.test_admin_api import ADMIN, make_user
 from tests.integration.test_routing_cascade import CACHE
 
-PLAIN = "how do I prepare for interviews"  # no rule matches it; its words are career examples' words
+PLAIN = "how do I prepare for a job interview"  # no rule matches it; its words are career examples' words
 
 
 class Counting:
@@ -133,7 +133,7 @@ def test_the_route_event_and_the_trace_carry_the_stages(
     server = live_server()
     fake_llm.script(text("先整理作品集，再練習自我介紹。"))
     with client(server) as c:
-        r = c.post("/api/chat", json={"message": "how do I prepare for interviews"})
+        r = c.post("/api/chat", json={"message": "how do I prepare for a job interview"})
         assert r.status_code == 200, r.text
         events = dict(parse_sse(r.text))
     route = events["route"]

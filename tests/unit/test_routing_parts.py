@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from careerwise.routing import (
@@ -19,7 +20,8 @@ from careerwise.routing import (
 )
 from careerwise.routing.embedder import routing_embedder
 from careerwise.routing.evaluation import load_messages, split_of
-from careerwise.routing.semantic import clip
+from careerwise.routing.rules import match_rules
+from careerwise.routing.semantic import EXAMPLES_FILE, SET_EXAMPLES_FILE, clip
 from careerwise.routing.thresholds import NEVER, Thresholds, fit_guess, thresholds_path
 
 EVAL = Path(__file__).resolve().parents[2] / "eval" / "routing"
@@ -264,3 +266,75 @@ def test_the_blind_set_is_separate_mixed_and_says_so() -> None:
     # docs/routing.md); no more may appear: new examples or labelled messages must not come from this set
     assert texts & {m.message for m in load_messages([EVAL])} == {"一次諮詢多久？", "怎麼寫離職信"}
     assert texts & {t for examples in load_examples().values() for t in examples} == {"sup", "lol ok"}
+
+
+# --- the finished blind sets as examples (decision 0028) ---------------------------------------------
+
+
+def _blind_sets() -> list[Path]:
+    """The blind sets written for the five intents (the earlier ones have no off-topic label)."""
+    return [
+        d
+        for d in sorted(EVAL.iterdir())
+        if d.is_dir() and any(m.intent == "offtopic" for m in load_messages([d]))
+    ]
+
+
+def test_set_examples_come_from_finished_sets_as_labelled_there() -> None:
+    data = json.loads(SET_EXAMPLES_FILE.read_text(encoding="utf-8"))
+    finished = set(data["sets"])
+    labels = {m.message: m.intent for d in _blind_sets() if d.name in finished for m in load_messages([d])}
+    own = {t for texts in load_examples(EXAMPLES_FILE).values() for t in texts}
+    for intent, texts in data["intents"].items():
+        for text in texts:
+            assert labels.get(text) == intent, text
+            assert match_rules(text) is None, text  # layer 2 never sees what a rule decides
+            assert text not in own
+    assert 0 < len(data["intents"]["career"]) <= 400
+
+
+def test_no_unfinished_blind_set_shares_a_message_with_the_examples() -> None:
+    """A blind set joins the examples only after its one blind run (scripts/gather_routing_examples.py):
+    every other set, the current blind set among them, stays unseen by layer 2."""
+    finished = set(json.loads(SET_EXAMPLES_FILE.read_text(encoding="utf-8"))["sets"])
+    unfinished = [d for d in _blind_sets() if d.name not in finished]
+    assert unfinished, "the current blind set is missing"
+    examples = {t for texts in load_examples().values() for t in texts}
+    for d in unfinished:
+        assert not {m.message for m in load_messages([d])} & examples, d.name
+
+
+def test_load_examples_merges_both_files_each_text_once() -> None:
+    merged = load_examples()
+    own, sets = load_examples(EXAMPLES_FILE), load_examples(SET_EXAMPLES_FILE)
+    for name in INTENTS:
+        assert merged[name][: len(own[name])] == own[name]  # the hand-written ones first
+        assert set(merged[name]) == set(own[name]) | set(sets[name])
+
+
+class _Table:
+    """An embedder whose vectors are given per text."""
+
+    name = "table"
+    dim = 3
+
+    def __init__(self, table: dict[str, list[float]]) -> None:
+        self.table = table
+
+    def embed_queries(self, texts: list[str]) -> np.ndarray:
+        return np.asarray([self.table[t] for t in texts], dtype=np.float32)
+
+
+def test_semantic_held_out_examples_never_see_themselves() -> None:
+    examples = {name: (f"{name} a", f"{name} b") for name in INTENTS}
+    rng = np.random.default_rng(7)
+    table = {t: list(rng.normal(size=3)) for texts in examples.values() for t in texts}
+    classifier = SemanticClassifier(_Table(table), examples, k=1)  # type: ignore[arg-type]
+    points = classifier.held_out_examples()
+    assert [(text, gold) for text, _, gold in points] == [(t, n) for n in INTENTS for t in examples[n]]
+    # with k=1 an example scored with itself would reach 1.0 for its own intent
+    assert all(s.scores[gold] < 0.999 for _, s, gold in points)
+    # its own intent's score is its similarity to the other example of that intent (centred vectors)
+    vectors = classifier._vectors
+    assert vectors is not None
+    assert points[0][1].scores["greeting"] == pytest.approx(float(vectors[0] @ vectors[1]), abs=1e-5)

@@ -211,7 +211,8 @@ def _fit(settings: Settings, paths: list[Path] | None, out: Path | None, target_
         "thresholds: "
         + ", ".join(f"{k} {v:.4f}" for k, v in t.thresholds.items())
         + f"; margin {t.margin:.3f} (target precision {t.target_precision:.2f}, "
-        f"{t.report.get('calibration_messages', 0)} calibration messages)"
+        f"{t.report.get('calibration_messages', 0)} calibration messages and "
+        f"{t.report.get('calibration_examples', 0)} examples left out one at a time)"
     )
     typer.echo(
         "no-LLM guess bars (1.01: never, the guess stays career): "

@@ -282,8 +282,9 @@ async def fit(
     k: int = 3,
     lexical: bool = True,
 ) -> FitResult:
-    """Calibrate the thresholds on the training split's messages that the rules do not decide, then
-    report both splits with layer 3 off (``provider=None``: the LLM's share shows as
+    """Calibrate the thresholds on the training split's messages that the rules do not decide and on
+    the examples left out one at a time (``SemanticClassifier.held_out_examples``), then report both
+    splits with layer 3 off (``provider=None``: the LLM's share shows as
     ``embedding-guess``) or on. ``lexical``: also calibrate layer 2's first stage (``fit_lexical``),
     and report with it in front; the embedding stage's bars are fitted on the same messages either way
     (it must stand alone when the first stage is off)."""
@@ -297,12 +298,16 @@ async def fit(
     train = [i for i, m in enumerate(messages) if m.split == "train" and match_rules(m.message) is None]
     scores = semantic.score_vectors([messages[i].message for i in train], vectors[train])
     samples = [(s, messages[i].intent) for s, i in zip(scores, train, strict=True)]
+    # and every example that no rule decides, scored against the other examples: with the finished blind
+    # sets among the examples (decision 0028) these are the hard, short and misleading phrasings that the
+    # training split has too few of, so the bars and the guess are fitted on what layer 2 really meets
+    left_out = [(s, intent) for text, s, intent in semantic.held_out_examples() if match_rules(text) is None]
+    samples += left_out
     thresholds = fit_thresholds(
         samples, model=embedder.name, examples_digest=semantic.digest, k=k, target_precision=target_precision
     )
-    # the no-LLM guess's bars, on the unsure training messages only: the examples are balanced across
-    # intents while real unsure traffic is mostly career, so bars fitted on held-out examples would guess
-    # against it (docs/routing.md, "No-LLM mode").
+    # the no-LLM guess's bars, on the same points that the bars did not accept (docs/routing.md,
+    # "No-LLM mode")
     thresholds = replace(thresholds, guess=fit_guess(samples, thresholds))
     router = CascadeRouter(
         embedder,
@@ -316,6 +321,7 @@ async def fit(
     summary = {
         "fitted_at": datetime.now(UTC).strftime("%Y-%m-%d"),
         "calibration_messages": len(train),
+        "calibration_examples": len(left_out),
         "train": _summary(train_report),
         "test": _summary(test_report),
     }

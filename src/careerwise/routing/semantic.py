@@ -24,22 +24,35 @@ import numpy as np
 from careerwise.knowledge.embeddings import LANGS, Embedder, Matrix, detect_lang
 
 INTENTS: tuple[str, ...] = ("greeting", "career", "resume", "booking", "offtopic")
-EXAMPLES_FILE = Path(__file__).with_name("examples.json")
+EXAMPLES_FILE = Path(__file__).with_name("examples.json")  # written by hand
+# the finished blind sets' messages, as labelled there (scripts/gather_routing_examples.py, decision 0028)
+SET_EXAMPLES_FILE = Path(__file__).with_name("examples-sets.json")
 CLIP_CHARS = 160  # the e5 model's cost grows with length; an intent shows in the opening and the end
 
 
 def load_examples(path: Path | None = None) -> dict[str, tuple[str, ...]]:
-    """The example utterances per intent, in ``INTENTS`` order; every intent must have some."""
-    data = json.loads((path or EXAMPLES_FILE).read_text(encoding="utf-8"))
-    intents = data["intents"]
-    unknown = set(intents) - set(INTENTS)
-    if unknown:
-        raise ValueError(f"examples for unknown intents: {sorted(unknown)}")
-    out = {name: tuple(str(t) for t in intents.get(name, ())) for name in INTENTS}
-    empty = [name for name, texts in out.items() if not texts]
+    """The example utterances per intent, in ``INTENTS`` order; every intent must have some. Without
+    ``path``: the hand-written examples, then those of the finished blind sets (when that file is
+    there), each text once."""
+    paths = [path] if path is not None else [EXAMPLES_FILE, SET_EXAMPLES_FILE]
+    merged: dict[str, list[str]] = {name: [] for name in INTENTS}
+    seen: set[str] = set()
+    for n, source in enumerate(paths):
+        if n and not source.exists():
+            continue
+        intents = json.loads(source.read_text(encoding="utf-8"))["intents"]
+        unknown = set(intents) - set(INTENTS)
+        if unknown:
+            raise ValueError(f"examples for unknown intents in {source.name}: {sorted(unknown)}")
+        for name in INTENTS:
+            for text in intents.get(name, ()):
+                if str(text) not in seen:
+                    seen.add(str(text))
+                    merged[name].append(str(text))
+    empty = [name for name, texts in merged.items() if not texts]
     if empty:
         raise ValueError(f"no examples for {empty}")
-    return out
+    return {name: tuple(texts) for name, texts in merged.items()}
 
 
 def clip(text: str, limit: int = CLIP_CHARS) -> str:
@@ -164,6 +177,29 @@ class SemanticClassifier:
             for row, value in zip(out, top.mean(axis=1), strict=True):
                 row[name] = float(value)
         return [IntentScores(scores=s) for s in out]
+
+    def held_out_examples(self) -> list[tuple[str, IntentScores, str]]:
+        """Each example scored against all the *other* examples, with its text and intent: calibration
+        points for ``evaluation.fit`` beside the training messages (as ``LexicalClassifier`` gives its
+        own stage's)."""
+        self.prepare()
+        assert self._vectors is not None and self._labels is not None
+        texts = [t for name in INTENTS for t in self.examples[name]]
+        sims = self._vectors @ self._vectors.T
+        np.fill_diagonal(sims, -1.0)  # not its own neighbour
+        means: dict[str, np.ndarray] = {}
+        for name in INTENTS:
+            block = sims[:, self._labels == name]
+            k = min(self.k, block.shape[1])
+            means[name] = (-np.sort(-block, axis=1)[:, :k]).mean(axis=1)
+        return [
+            (
+                text,
+                IntentScores(scores={name: float(means[name][j]) for name in INTENTS}),
+                str(self._labels[j]),
+            )
+            for j, text in enumerate(texts)
+        ]
 
     def score(self, texts: Sequence[str]) -> list[IntentScores]:
         """Embed and score (blocking)."""
