@@ -35,6 +35,10 @@ MUST_NOT_MATCH: dict[str, tuple[str, ...]] = {
         "面試一直被刷掉，HR 說可以報名公司提供的職涯諮詢，要怎麼報名",
         "報名了學校職涯中心的諮詢，還是很迷惘",
         "主管的一對一要怎麼約比較好",
+        # meeting someone other than Summer: a recruiter, the team, a manager who wants to meet the user
+        "獵頭說想跟你們見面，要準備什麼",
+        "主管說想跟你見面談調薪，我該怎麼回",
+        "新公司的主管想先跟我見面，要穿正式嗎",
     ),
     "booking.zh.change": (
         "主管又取消跟我的一對一，是不是不重視我",

@@ -30,6 +30,8 @@ BOOKING_RULES: tuple[Rule, ...] = (
             r"|(?:怎麼|如何|想|要|可以|能|我想)(?:直接|先|再|趕快)?約(?:到)?(?:妳|你|summer)|約得到|約的到|還(?:能|可以)約"
             # her session named as hers, by the user: 「想直接約妳的一對一諮詢」 (not 「主管說要約你的一對一」)
             r"|(?:想|我|我要|我想)(?:直接|先|再)?約(?:妳|你|summer)的?(?:一對一|1對1|諮詢)"
+            # meeting her is a session with her: 「下週想跟妳見面聊一次」 (not 「你們」, a group of others)
+            r"|(?:想|要|可以|能)(?:先|再)?(?:跟|和|與)(?:妳|你(?!們)|summer)(?:見個面|見一面|見面|當面聊)"
             r"|幫我約(?:在)?(?:這|下|本)?(?:週|禮拜|星期)[一二三四五六日天末]?|幫我約(?:明天|後天)"
             # signing up with words between: 「報名履歷健檢的一對一諮詢」; asking how: 「一對一諮詢要怎麼報名」
             r"|(?:報名|預約|安排)[^。，,?？]{0,8}(?:一對一|1對1)?(?:職涯)?諮詢"
@@ -57,6 +59,7 @@ BOOKING_RULES: tuple[Rule, ...] = (
             "可以先幫我留下週三晚上的時段嗎",
             "還是想直接約妳的一對一，這週可以嗎",
             "先幫我保留禮拜四下午三點",
+            "這週末可以跟妳見個面聊聊嗎",
         ),
         # booking for someone else or something else (a boss's meeting room, a client visit, a clinic,
         # a family member's check-up, a job interview), or someone else's counselling (an employer's
