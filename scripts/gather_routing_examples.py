@@ -33,6 +33,7 @@ FINISHED = (
     "blind-2026-12-03c",
     "blind-2026-12-03d",
     "blind-2026-12-03e",
+    "blind-2026-12-04",
 )
 PER_INTENT = 400
 
