@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+from typing import ClassVar
+
 from careerwise.knowledge import quotes
+from careerwise.knowledge.index import Hit, IndexedChunk
 from careerwise.knowledge.lexical import tokenize
+from careerwise.tracing.background import QUOTE_SIMILARITY, failure_counts
 
 NEGOTIATION = quotes.Passage(
     text=(
@@ -238,3 +243,60 @@ def test_without_stories_no_client_story_or_story_section_is_a_candidate() -> No
     assert len(every) == 7  # by default a story is quotable (the answers' quotes)
     kept = [c.sentence for c in quotes.candidates([story_section, mixed], chinese=True, stories=False)]
     assert kept == ["開口的數字設在滿意數字的 1.1 到 1.15 倍。"]
+
+
+class _Articles:
+    """A knowledge base with two articles' sections; a sentence's similarity to the question is how many
+    of the question's words it shares (the fallback's measure, so the test needs no embedder)."""
+
+    SECTIONS: ClassVar[dict[str, list[tuple[str, str]]]] = {
+        "a-offer": [
+            ("", "當職涯教練這些年，我看過太多人少拿了一整年的調薪。"),
+            ("客戶案例", "我的客戶小美開口要了 76,000 元，最後談到 74,000 元。"),
+            ("第二步「錨」", "開口的數字設在滿意數字的 1.1 到 1.15 倍，我叫它「錨點加一成半」。"),
+        ],
+        "b-other": [("重點", "談薪水之前先查好行情，開口的數字才有根據。")],
+    }
+
+    def __init__(self, fail: bool = False) -> None:
+        self.fail = fail
+        self.fusion = SimpleNamespace(min_dense=1.0, min_lexical=1e9)  # no hit clears the gate's bars
+
+    def article_sections(self, document_id: str) -> list[tuple[str, str]]:
+        return self.SECTIONS.get(document_id, [])
+
+    async def similarities(self, asked: str, sentences: list[str]) -> list[float]:
+        if self.fail:
+            raise RuntimeError("embedder down")
+        words = set(tokenize(asked))
+        return [len(words & set(tokenize(s))) / 10 for s in sentences]
+
+
+def _hit(document_id: str, section: str, text: str) -> Hit:
+    return Hit(IndexedChunk(1, document_id, "談薪水不是喊價", section, "market_salary", text), 0.2, 0.1, 0.0)
+
+
+async def test_from_articles_quotes_a_rule_from_a_section_no_hit_is_in() -> None:
+    # the facet's hits are the introduction and the story: the rule with its figure is in neither
+    kb = _Articles()
+    intro, story = _Articles.SECTIONS["a-offer"][0], _Articles.SECTIONS["a-offer"][1]
+    hits = [_hit("a-offer", *intro), _hit("a-offer", *story)]
+    asked = "開口的數字要比滿意數字高多少"
+    from_hits = await quotes.from_hits(kb, hits, asked, chinese=True, gate=False, stories=False)  # type: ignore[arg-type]
+    assert all("1.15" not in q.text for q in from_hits)
+    chosen = await quotes.from_articles(kb, hits, asked, chinese=True, limit=2, stories=False)  # type: ignore[arg-type]
+    assert chosen[0].text.startswith("開口的數字設在滿意數字的 1.1 到 1.15 倍")
+    assert chosen[0].section == "第二步「錨」" and chosen[0].document_id == "a-offer"
+    assert all("76,000" not in q.text for q in chosen)  # the story stays out without stories
+    # only the hits' articles: b-other is never read
+    assert {q.document_id for q in chosen} == {"a-offer"}
+
+
+async def test_from_articles_falls_back_to_word_overlap_and_counts_the_failure() -> None:
+    before = failure_counts().get(QUOTE_SIMILARITY, 0)
+    hits = [_hit("a-offer", "", "當職涯教練這些年")]
+    chosen = await quotes.from_articles(
+        _Articles(fail=True), hits, "開口的數字要比滿意數字高多少", chinese=True
+    )  # type: ignore[arg-type]
+    assert chosen and "1.15" in chosen[0].text
+    assert failure_counts().get(QUOTE_SIMILARITY, 0) == before + 1

@@ -48,6 +48,7 @@ from careerwise.flows.compact_items import (
     INSIGHT_MAX_TOKENS,
     ITEM_BOUND,
     ITEM_SCHEMA,
+    SUMMER_FINDINGS,
     CheckedItems,
     check_items,
     insight_schema,
@@ -243,8 +244,8 @@ async def run_compact(ctx: FlowContext, budget: Budget, emit: Emit, out: Compact
         # in the reader's language; else as she wrote them in the other, as the answers' quotes do
         # (decision 0023): her verbatim sentences rather than findings the model would translate
         for chinese in (zh, not zh) if r.hits else ():
-            chosen = await quotes.from_hits(
-                kb, r.hits, query, chinese=chinese, limit=COMPACT_FINDINGS, gate=False, stories=False
+            chosen = await quotes.from_articles(
+                kb, r.hits, query, chinese=chinese, limit=SUMMER_FINDINGS, stories=False
             )
             if chosen:
                 break
@@ -252,7 +253,8 @@ async def run_compact(ctx: FlowContext, budget: Budget, emit: Emit, out: Compact
     compact = CompactReport(ctx, SectionGuard(ctx, len(off_domain)), emit)
     for r, found in zip(results, said, strict=True):
         if found:
-            compact.ready(r.facet, bullets(found), r.hits, [h.chunk.text for h in r.hits])
+            # her sentences come from anywhere in the hits' articles: the guards read them as sources too
+            compact.ready(r.facet, bullets(found), r.hits, [*(h.chunk.text for h in r.hits), *found])
         elif not r.hits:
             emit(ProgressEvent(stage="agent_finished", detail=f"{r.facet.key}: skipped (no_knowledge)"))
             compact.ready(r.facet, MISSING[0] if zh else MISSING[1], [], [], missing=True)

@@ -31,6 +31,9 @@ from careerwise.knowledge.quotes import Outline, Quote
 # how many findings and insights a compact facet keeps
 COMPACT_FINDINGS = 2
 COMPACT_INSIGHTS = 1
+# Summer's own sentences shown as a facet's findings: no call writes them (the facet's insight call only
+# reads them), and a third carries a rule the first two often miss (docs/deep-answers.md)
+SUMMER_FINDINGS = 3
 # an item longer than this keeps its first whole sentences within it (never a cut sentence): a small
 # model ignores the prompt's length limit, and a long item costs the reader what it cost the model
 ITEM_MAX_CHARS = 80

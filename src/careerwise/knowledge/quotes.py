@@ -59,10 +59,11 @@ _STATEMENT_END = re.compile(r"(?<=[。！？!?\n])|(?<=[a-z)][.])(?=\s)|(?<=[a-z
 _STORIES = re.compile(r"案例|故事|\b(?:case|cases|stor(?:y|ies)|examples?)\b", re.IGNORECASE)
 # a sentence of a client's story or a counter-example: someone else's details (an age, a salary, what
 # they did), which read as facts about the user when they are shown as a finding for the user
-# (an English one about a he or a she, or one that opens with 他 or 她, goes on with a story told before it)
+# (one about a he or a she goes on with a story told before it: her advice speaks to 你 / you, and a whole
+# article's sections, which a deep facet reads, tell stories outside their story sections too)
 _STORY_SENTENCE = re.compile(
     r"客戶|化名|反例|學員|輔導過|[Cc]lients?\b|I'll call|I coached|I worked with|"
-    r"[A-Z][a-z]+[，,]?\s?\d{2}\s?歲|\b[A-Z][a-z]+, \d{2}\b|\b[A-Z]\.\s|^(?:He|She|His|Her)\b|\b(?:he|she)\b|^[他她]"
+    r"[A-Z][a-z]+[，,]?\s?\d{2}\s?歲|\b[A-Z][a-z]+, \d{2}\b|\b[A-Z]\.\s|^(?:He|She|His|Her)\b|\b(?:he|she)\b|[他她]"
 )
 
 
@@ -295,6 +296,47 @@ async def from_hits(
         similarity = await kb.similarities(asked, [c.sentence for c in found])
     except Exception:
         log.exception("quotes: embedding the quote candidates failed; word overlap chooses")
+        count_failure(QUOTE_SIMILARITY)
+        return choose(found, terms=set(tokenize(asked)), tokenize=tokenize, limit=limit)
+    return choose(found, similarity=similarity, limit=limit)
+
+
+async def from_articles(
+    kb: KnowledgeBase,
+    hits: Sequence[Hit],
+    asked: str,
+    *,
+    chinese: bool,
+    limit: int = 3,
+    stories: bool = True,
+) -> list[Quote]:
+    """As :func:`from_hits` without the gate, but from the whole articles the hits are in (each once, in
+    the hits' order): every section of them, so a rule in another section than the hit's can be chosen.
+    A deep facet's two hits are often an article's introduction and one of its stories; her rules with
+    their figures are in its other sections (docs/deep-answers.md, "Summer's sentences from the whole
+    article")."""
+    documents: dict[str, str] = {}
+    for h in hits:
+        documents.setdefault(h.chunk.document_id, head_line(h.chunk.title))
+    passages = [
+        Passage(
+            text,
+            document_id,
+            title,
+            True,
+            story=bool(_STORIES.search(section or "")),
+            section=(section or "").strip(),
+        )
+        for document_id, title in documents.items()
+        for section, text in kb.article_sections(document_id)
+    ]
+    found = candidates(passages, chinese=chinese, stories=stories)
+    if not found:
+        return []
+    try:
+        similarity = await kb.similarities(asked, [c.sentence for c in found])
+    except Exception:
+        log.exception("quotes: embedding the article sentences failed; word overlap chooses")
         count_failure(QUOTE_SIMILARITY)
         return choose(found, terms=set(tokenize(asked)), tokenize=tokenize, limit=limit)
     return choose(found, similarity=similarity, limit=limit)
