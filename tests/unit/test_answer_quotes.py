@@ -300,3 +300,22 @@ async def test_from_articles_falls_back_to_word_overlap_and_counts_the_failure()
     )  # type: ignore[arg-type]
     assert chosen and "1.15" in chosen[0].text
     assert failure_counts().get(QUOTE_SIMILARITY, 0) == before + 1
+
+
+def test_a_quotation_opened_and_not_closed_in_the_statement_is_not_quoted() -> None:
+    passage = quotes.Passage(
+        text=(
+            "有位讀者寫信給我：「我每天早上醒來就覺得累，週日晚上開始胃痛。可是我又說不出哪裡不好。」"
+            "我的建議是先做四週紀錄，每天寫下讓你累的三件事。"
+        ),
+        document_id="a-burnout",
+        title="倦怠",
+        strong=True,
+    )
+    found = [c.sentence for c in quotes.candidates([passage], chinese=True)]
+    assert not any(s.startswith("可是我又") for s in found)  # closes a quotation opened before it
+    assert "我的建議是先做四週紀錄，每天寫下讓你累的三件事。" in found
+    opened = quotes.Passage(
+        text="「我每天早上醒來就覺得累，週日晚上開始胃痛。", document_id="x", title="t", strong=True
+    )
+    assert quotes.candidates([opened], chinese=True) == []

@@ -50,6 +50,20 @@ _CJK = re.compile(r"[\u4e00-\u9fff]")
 # split leaves at a sentence's start: noise inside a quotation
 _LEAD = re.compile(r"^\s*(?:#+\s*|[-*•]\s+|\d+[.、)]\s*|>\s*|[」』]\s*)")
 _CLAUSE = re.compile(r"(?<=[，、：；,;:])")
+_OPEN_MARKS, _CLOSE_MARKS = "「『“", "」』”"
+
+
+def _quoting(depth: int, statement: str) -> int:
+    """How many quotations are open after ``statement`` when ``depth`` were open before it: 「」, 『』 and
+    “” nest; a straight double quote opens or closes one by turns (odd depth: open)."""
+    for ch in statement:
+        if ch in _OPEN_MARKS:
+            depth += 2
+        elif ch in _CLOSE_MARKS:
+            depth = max(0, depth - 2)
+        elif ch == '"':
+            depth += -1 if depth % 2 else 1
+    return depth
 # where a quotable statement ends: as passages' sentences do, except at a semicolon (its clauses share
 # the statement's subject, as 「軟體工程：新鮮人約…；三到五年經驗約…」 does) and after a list number inside a
 # sentence ("a three-sentence ask: 1. The claim …"), which starts an item rather than ending a sentence
@@ -175,12 +189,22 @@ def candidates(
             continue
         if not cross_language and chinese != bool(_CJK.search(passage.text)):
             continue  # another language than the question's: the reader may not read it
+        depth = 0
         for raw in statements(passage.text):
+            # the marks a statement opens with close the quotation the statement before it opened
+            body = raw.lstrip()
+            while body and (body[0] in _CLOSE_MARKS or (body[0] == '"' and depth % 2)):
+                depth = max(0, depth - (1 if body[0] == '"' else 2))
+                body = body[1:]
+            inside, depth = depth, _quoting(depth, body)
+            if inside or depth:
+                continue  # part of someone's words that the article quotes over several statements
             sentence = _clean(raw)
             if len(sentence) < 12 or raw.lstrip().startswith("#") or sentence in seen:
                 continue  # a heading or a fragment says nothing on its own
             if sentence.endswith(("？", "?")) or (sentence[0] in '「『"' and sentence[-1] in '」』"'):
                 continue  # a question, or a reader's words the article quotes, is not Summer's advice
+
             if not stories and _STORY_SENTENCE.search(sentence):
                 continue
             seen.add(sentence)
