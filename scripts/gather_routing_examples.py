@@ -34,6 +34,7 @@ FINISHED = (
     "blind-2026-12-03d",
     "blind-2026-12-03e",
     "blind-2026-12-04",
+    "blind-2026-12-05",
 )
 PER_INTENT = 400
 
