@@ -64,6 +64,8 @@ def _quoting(depth: int, statement: str) -> int:
         elif ch == '"':
             depth += -1 if depth % 2 else 1
     return depth
+
+
 # where a quotable statement ends: as passages' sentences do, except at a semicolon (its clauses share
 # the statement's subject, as 「軟體工程：新鮮人約…；三到五年經驗約…」 does) and after a list number inside a
 # sentence ("a three-sentence ask: 1. The claim …"), which starts an item rather than ending a sentence
@@ -314,15 +316,7 @@ async def from_hits(
         chinese=chinese,
         stories=stories,
     )
-    if not found:
-        return []
-    try:
-        similarity = await kb.similarities(asked, [c.sentence for c in found])
-    except Exception:
-        log.exception("quotes: embedding the quote candidates failed; word overlap chooses")
-        count_failure(QUOTE_SIMILARITY)
-        return choose(found, terms=set(tokenize(asked)), tokenize=tokenize, limit=limit)
-    return choose(found, similarity=similarity, limit=limit)
+    return await _best(kb, found, asked, limit)
 
 
 async def from_articles(
@@ -354,13 +348,18 @@ async def from_articles(
         for document_id, title in documents.items()
         for section, text in kb.article_sections(document_id)
     ]
-    found = candidates(passages, chinese=chinese, stories=stories)
+    return await _best(kb, candidates(passages, chinese=chinese, stories=stories), asked, limit)
+
+
+async def _best(kb: KnowledgeBase, found: list[Candidate], asked: str, limit: int) -> list[Quote]:
+    """:func:`choose` by embedding similarity with ``asked``; by word overlap if embedding the candidates
+    fails, which is logged and counted (``quote_similarity``)."""
     if not found:
         return []
     try:
         similarity = await kb.similarities(asked, [c.sentence for c in found])
     except Exception:
-        log.exception("quotes: embedding the article sentences failed; word overlap chooses")
+        log.exception("quotes: embedding the quote candidates failed; word overlap chooses")
         count_failure(QUOTE_SIMILARITY)
         return choose(found, terms=set(tokenize(asked)), tokenize=tokenize, limit=limit)
     return choose(found, similarity=similarity, limit=limit)
