@@ -102,8 +102,12 @@ def test_injected_documents_and_messages_cause_no_action_and_no_leak(
     (canary,) = canaries
     leaked_streams = [b for b in bodies if canary in b]
     assert leaked_streams == []
-    # the leak attempts happened and were scrubbed (streamed text on simple turns, report on medium ones)
-    assert all("[redacted]" in b for b in bodies[30:])
+    # the leak attempts happened and were scrubbed (streamed text on simple turns, report on medium ones);
+    # without the LLM layer, a message the router only guesses may take a flow that asks no model (the
+    # resume how-to, the off-topic reply): nothing to scrub there, and no canary either (checked above)
+    done = [next(data for name, data in parse_sse(b) if name == "done") for b in bodies[30:]]
+    asked = [b for b, end in zip(bodies[30:], done, strict=True) if end["usage"]["llm_calls"] > 0]
+    assert len(asked) >= 20 and all("[redacted]" in b for b in asked)
 
     # the injected documents were retrieved and reached the model only inside the data fence
     passages = [m["content"] for b in fake_llm.requests for m in b["messages"] if m["role"] == "tool"]

@@ -158,3 +158,12 @@ async def test_the_vector_routing_computed_is_reused_by_the_next_lookup_of_the_m
     hits = shared.hits
     shared.embed_queries([normalize_query(message)])
     assert shared.hits == hits + 1
+
+
+async def test_an_earlier_turn_sure_only_before_its_vetoes_counts_as_career(router: CascadeRouter) -> None:
+    # the keyword embedder is sure that 「幫主管訂會議室時段」 is booking, but its booking words are about
+    # someone else's room (a veto): its own routing would not call it booking, nor may a follow-up's
+    earlier = await router.route("幫主管訂會議室時段，要訂多久比較好")
+    assert earlier.intent == "career"
+    decision = await router.route_in_context("那第二個呢？", ["幫主管訂會議室時段，要訂多久比較好"])
+    assert (decision.intent, decision.layer) == ("career", "history")

@@ -275,8 +275,11 @@ class CascadeRouter:
                 continue
             s = scored[text]
             cue = followup.marker(text) if followup.candidate(text) else None
+            # sure as that turn's own routing was: its best intent must clear the vetoes too (a greeting
+            # that asks about interviews is not a booking because its words sit near booking examples)
+            sure = self._confident(s) and vetoed(s.best[0], text) is None
             # an earlier follow-up placed by the conversation, not by itself, is skipped like an unsure one
-            if self._confident(s) and (cue is None or s.margin >= followup.CUE_MARGIN):
+            if sure and (cue is None or s.margin >= followup.CUE_MARGIN):
                 if s.best[0] not in _NO_CONTEXT:
                     return s.best[0], text
                 continue
