@@ -168,15 +168,20 @@ class SemanticClassifier:
         self.prepare()
         assert self._vectors is not None and self._labels is not None
         q = self._centre(vectors, [detect_lang(t) for t in texts])
-        sims = q @ self._vectors.T
-        out: list[dict[str, float]] = [{} for _ in texts]
+        return self._scores(q @ self._vectors.T)
+
+    def _scores(self, sims: Matrix) -> list[IntentScores]:
+        """Per row of ``sims`` (similarities to every example), each intent's mean of its ``k`` best."""
+        assert self._labels is not None
+        means = {}
         for name in INTENTS:
             block = sims[:, self._labels == name]
             k = min(self.k, block.shape[1])
-            top = -np.sort(-block, axis=1)[:, :k]
-            for row, value in zip(out, top.mean(axis=1), strict=True):
-                row[name] = float(value)
-        return [IntentScores(scores=s) for s in out]
+            means[name] = (-np.sort(-block, axis=1)[:, :k]).mean(axis=1)
+        return [
+            IntentScores(scores={name: float(means[name][row]) for name in INTENTS})
+            for row in range(sims.shape[0])
+        ]
 
     def held_out_examples(self) -> list[tuple[str, IntentScores, str]]:
         """Each example scored against all the *other* examples, with its text and intent: calibration
@@ -187,18 +192,10 @@ class SemanticClassifier:
         texts = [t for name in INTENTS for t in self.examples[name]]
         sims = self._vectors @ self._vectors.T
         np.fill_diagonal(sims, -1.0)  # not its own neighbour
-        means: dict[str, np.ndarray] = {}
-        for name in INTENTS:
-            block = sims[:, self._labels == name]
-            k = min(self.k, block.shape[1])
-            means[name] = (-np.sort(-block, axis=1)[:, :k]).mean(axis=1)
+        labels = self._labels
         return [
-            (
-                text,
-                IntentScores(scores={name: float(means[name][j]) for name in INTENTS}),
-                str(self._labels[j]),
-            )
-            for j, text in enumerate(texts)
+            (text, scores, str(labels[j]))
+            for j, (text, scores) in enumerate(zip(texts, self._scores(sims), strict=True))
         ]
 
     def score(self, texts: Sequence[str]) -> list[IntentScores]:
